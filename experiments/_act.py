@@ -4,12 +4,16 @@ Each binary defines its task's own flags, calls :func:`define_flags` with the
 paper's settings for that task, and passes a task factory to :func:`main`.
 """
 
+import csv
 import pathlib
-from typing import Callable
+import sys
+from typing import Any, Mapping
 
 from absl import flags
 
 from experiments import _common
+from vcrnn_jax import tasks
+from vcrnn_jax.analysis import sweep
 from vcrnn_jax.training import act_tasks
 from vcrnn_jax.training.train import TrainConfig, train_and_evaluate
 
@@ -42,10 +46,18 @@ def define_flags(*, cell: str, hidden_size: int, batch_size: int,
                               'per evaluation batch.')
   _common.define_positive_int('eval_batches', 1, 'Held-out batches per '
                               'evaluation (the same ones every time).')
+  flags.DEFINE_bool('difficulty_report', False, 'After training, evaluate the '
+                    'final params on --eval_batch_size fresh sequences at '
+                    'every difficulty (the x axis of the paper\'s Fig. '
+                    '6/10/14/19), print sequence error and ponder per '
+                    'difficulty and write <workdir>/difficulty.csv. Rerunning '
+                    'a finished run with it only evaluates.')
   _common.define_training_flags(steps=steps, batch_size=batch_size,
                                 learning_rate=learning_rate,
                                 eval_every=eval_every)
-  _common.define_workdir(f'runs/{workdir}/act=<act>_tau=<tau>_seed=<seed>')
+  _common.define_workdir(f'runs/{workdir}/act=<act>_tau=<tau>_seed=<seed>, '
+                         'then _<flag>=<value> for each other non-default '
+                         'flag that defines the run')
 
 
 def model_config() -> act_tasks.ModelConfig:
@@ -69,16 +81,62 @@ def train_config(name: str) -> TrainConfig:
 
 
 def workdir(name: str) -> pathlib.Path:
-  """``--workdir``, or ``runs/<name>/act=<act>_tau=<tau>_seed=<seed>``."""
-  return pathlib.Path(FLAGS.workdir or pathlib.Path(
-      'runs', name,
-      f'act={str(FLAGS.act).lower()}_tau={FLAGS.tau:g}_seed={FLAGS.seed}'))
+  """``--workdir``, or ``runs/<name>/act=<act>_tau=<tau>_seed=<seed>[_...]``.
+
+  The default name also lists every other run-defining flag (see
+  ``_common.RESUMABLE_FLAGS``) whose value is not its default, e.g.
+  ``act=true_tau=0.01_seed=0_bits=8``, so runs of different settings do not
+  share a folder; a rerun of the same command still resumes.
+  """
+  if FLAGS.workdir:
+    return pathlib.Path(FLAGS.workdir)
+  parts = [f'act={str(FLAGS.act).lower()}', f'tau={FLAGS.tau:g}',
+           f'seed={FLAGS.seed}']
+  for f in sorted(FLAGS.get_key_flags_for_module(sys.argv[0]),
+                  key=lambda f: f.name):
+    if (f.name not in _common.RESUMABLE_FLAGS | {'act', 'tau', 'seed'}
+        and f.value != f.default):
+      value = f'{f.value:g}' if isinstance(f.value, float) else f.value
+      parts.append(f'{f.name}={value}'.replace('/', '_'))
+  return pathlib.Path('runs', name, '_'.join(parts))
 
 
-def main(name: str, make_task: Callable):
-  """Trains the task from ``make_task()`` with the flags' model and config."""
+def report_difficulty(task_name: str, task_kwargs: Mapping[str, Any], model,
+                      params, path: pathlib.Path) -> list[dict]:
+  """Sequence error and ponder per difficulty; printed and written to ``path``.
+
+  Uses the difficulties and sequence length of the paper's figures, as
+  ``act_sweep`` does (e.g. logic at length 5, Fig. 10).
+  """
+  config = sweep.default_config(task_name, task_kwargs=task_kwargs)
+  rows = act_tasks.evaluate_by_difficulty(
+      tasks.get(task_name, **task_kwargs), model, params, config.difficulties,
+      batch_size=FLAGS.eval_batch_size, seq_len=config.difficulty_seq_len)
+  tmp = path.with_suffix('.csv.tmp')
+  with open(tmp, 'w', newline='') as f:
+    writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+    writer.writeheader()
+    writer.writerows(rows)
+  tmp.replace(path)
+  print(f'{"difficulty":>10}  {"sequence_error":>14}  {"ponder":>7}')
+  for r in rows:
+    print(f'{r["difficulty"]:>10}  {r["sequence_error"]:>14.4f}  '
+          f'{r["ponder"]:>7.3f}')
+  print(f'wrote {path}')
+  return rows
+
+
+def main(name: str, task_name: str, task_kwargs: Mapping[str, Any]):
+  """Trains ``tasks.get(task_name, **task_kwargs)`` with the flags' settings."""
   model = model_config()
+  task = tasks.get(task_name, **task_kwargs)   # Bad task flags fail first.
+  run_dir = workdir(name)
+  _common.check_run_flags(run_dir)
   experiment = act_tasks.task_experiment(
-      make_task(), model, batch_size=FLAGS.batch_size,
+      task, model, batch_size=FLAGS.batch_size,
       eval_batch_size=FLAGS.eval_batch_size, eval_batches=FLAGS.eval_batches)
-  return train_and_evaluate(experiment, train_config(name), workdir(name))
+  result = train_and_evaluate(experiment, train_config(name), run_dir)
+  if FLAGS.difficulty_report:
+    report_difficulty(task_name, task_kwargs, model, result.params,
+                      run_dir / 'difficulty.csv')
+  return result

@@ -6,9 +6,11 @@ the library, a missing corpus) end with one line on stderr and a non-zero exit
 status, never a traceback.
 """
 
+import json
 import logging
 import math
 import os
+import pathlib
 import sys
 from typing import Callable, Optional
 
@@ -112,3 +114,48 @@ def define_training_flags(*, steps: int, batch_size: int, learning_rate: float,
   flags.register_validator(
       'grad_clip_norm', lambda v: v is None or (math.isfinite(v) and v > 0),
       message='--grad_clip_norm must be a finite number > 0')
+
+
+# Flags that may change when a run resumes: how long it trains, how it is
+# evaluated, saved or plotted, and how the same maths is computed, never what
+# is trained.
+RESUMABLE_FLAGS = frozenset({
+    'steps', 'eval_every', 'checkpoint_every', 'keep_checkpoints', 'workdir',
+    'loop', 'eval_batch_size', 'eval_batches', 'eval_windows', 'data_dir',
+    'plot_ponder_bytes', 'difficulty_report'})
+
+RUN_FLAGS_FILENAME = 'flags.json'
+
+
+def check_run_flags(workdir) -> None:
+  """Records the flags that define a run; refuses to resume under other ones.
+
+  The first run in ``workdir`` writes the values of the binary's flags (all
+  but :data:`RESUMABLE_FLAGS`) to ``<workdir>/flags.json``. A later run in the
+  same ``workdir`` must match them, or else it would silently continue a
+  checkpoint trained on another task, size or time penalty.
+
+  Raises:
+    ValueError: naming the flags that differ, with the saved values.
+  """
+  workdir = pathlib.Path(workdir)
+  names = sorted(f.name for f in FLAGS.get_key_flags_for_module(sys.argv[0])
+                 if f.name not in RESUMABLE_FLAGS)
+  # A JSON round trip, so the comparison sees what the file will hold.
+  current = json.loads(json.dumps({n: FLAGS[n].value for n in names}))
+  path = workdir / RUN_FLAGS_FILENAME
+  if path.is_file():
+    saved = json.loads(path.read_text())
+    differ = [n for n in sorted(set(saved) | set(current))
+              if saved.get(n, '<unset>') != current.get(n, '<unset>')]
+    if differ:
+      was = ', '.join(f'--{n}={saved.get(n, "<unset>")}' for n in differ)
+      now = ', '.join(f'--{n}={current.get(n, "<unset>")}' for n in differ)
+      raise ValueError(
+          f'{workdir} holds a run with {was}, not {now}: rerun with those '
+          'flags to resume it, or pass another --workdir.')
+    return
+  workdir.mkdir(parents=True, exist_ok=True)
+  tmp = path.with_suffix('.json.tmp')
+  tmp.write_text(json.dumps(current, indent=1, sort_keys=True) + '\n')
+  os.replace(tmp, path)

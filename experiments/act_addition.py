@@ -26,7 +26,6 @@ from absl import flags
 
 from experiments import _act
 from experiments import _common
-from vcrnn_jax import tasks
 
 _common.define_positive_int('max_len', 5, 'Most numbers per sequence (paper: '
                             '5).')
@@ -43,8 +42,8 @@ FLAGS = flags.FLAGS
 
 def main(argv):
   del argv
-  _act.main('act_addition', lambda: tasks.get(
-      'addition', max_len=FLAGS.max_len, max_digits=FLAGS.max_digits))
+  _act.main('act_addition', 'addition',
+            dict(max_len=FLAGS.max_len, max_digits=FLAGS.max_digits))
 
 
 if __name__ == '__main__':

@@ -28,7 +28,6 @@ from absl import flags
 
 from experiments import _act
 from experiments import _common
-from vcrnn_jax import tasks
 
 _common.define_positive_int('max_len', 10, 'Most vectors per sequence '
                             '(paper: 10; lengths are uniform on 1..max_len).')
@@ -45,8 +44,8 @@ FLAGS = flags.FLAGS
 
 def main(argv):
   del argv
-  _act.main('act_logic', lambda: tasks.get(
-      'logic', max_len=FLAGS.max_len, num_gates=FLAGS.num_gates))
+  _act.main('act_logic', 'logic',
+            dict(max_len=FLAGS.max_len, num_gates=FLAGS.num_gates))
 
 
 if __name__ == '__main__':

@@ -25,7 +25,6 @@ from absl import flags
 
 from experiments import _act
 from experiments import _common
-from vcrnn_jax import tasks
 
 _common.define_positive_int('min_len', 2, 'Fewest numbers to sort (paper: 2).')
 _common.define_positive_int('max_len', 15, 'Most numbers to sort (paper: 15).')
@@ -40,8 +39,8 @@ FLAGS = flags.FLAGS
 
 def main(argv):
   del argv
-  _act.main('act_sort', lambda: tasks.get(
-      'sort', min_len=FLAGS.min_len, max_len=FLAGS.max_len))
+  _act.main('act_sort', 'sort',
+            dict(min_len=FLAGS.min_len, max_len=FLAGS.max_len))
 
 
 if __name__ == '__main__':

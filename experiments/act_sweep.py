@@ -74,6 +74,9 @@ flags.DEFINE_bool('plot_only', False, 'Only redraw the PNGs from results.csv '
                   'and difficulty.csv in --workdir; train nothing.')
 _common.define_positive_int('bits', None, 'Parity only: elements per input '
                             'vector (paper: 64).')
+flags.DEFINE_enum('layout', None, ['prefix', 'random'], 'Parity only: which '
+                  'k elements are non-zero (default: prefix; see '
+                  'experiments.act_parity --help).')
 flags.DEFINE_enum('cell', None, ['elman', 'gru', 'lstm'], 'Recurrent cell '
                   '(default: the paper\'s for --task).')
 _common.define_positive_int('hidden_size', None, 'Units of the recurrent '
@@ -176,14 +179,17 @@ def main(argv):
     return
   if FLAGS.epsilon >= 1:
     raise ValueError(f'--epsilon must be < 1, got {FLAGS.epsilon}.')
-  if FLAGS.bits is not None and FLAGS.task != 'parity':
-    raise ValueError(f'--bits applies to --task=parity only, not '
-                     f'--task={FLAGS.task}.')
+  parity_kwargs = {k: v for k, v in
+                   (('bits', FLAGS.bits), ('layout', FLAGS.layout))
+                   if v is not None}
+  if parity_kwargs and FLAGS.task != 'parity':
+    raise ValueError(f'--{next(iter(parity_kwargs))} applies to --task=parity '
+                     f'only, not --task={FLAGS.task}.')
   difficulties = (sweep.parse_ints('difficulties', FLAGS.difficulties, low=1)
                   if FLAGS.difficulties else None)
   config = sweep.default_config(
       FLAGS.task,
-      task_kwargs={'bits': FLAGS.bits} if FLAGS.bits is not None else None,
+      task_kwargs=parity_kwargs or None,
       cell=FLAGS.cell, hidden_size=FLAGS.hidden_size,
       max_steps=FLAGS.max_steps, epsilon=FLAGS.epsilon,
       halting_bias=FLAGS.halting_bias, loop=FLAGS.loop, steps=FLAGS.steps,

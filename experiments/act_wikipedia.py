@@ -68,6 +68,7 @@ FLAGS = flags.FLAGS
 def main(argv):
   del argv
   model = _act.model_config()
+  _common.check_run_flags(_act.workdir('act_wikipedia'))
   if FLAGS.data_path:
     ds = data.load('bytes', path=FLAGS.data_path, max_length=FLAGS.max_bytes)
   else:

@@ -1,5 +1,6 @@
 """One short end-to-end run of every experiment binary, in a subprocess."""
 
+import csv
 import json
 import os
 import pathlib
@@ -20,12 +21,14 @@ RUNS = {
 }
 
 
-def _run(module, args, tmp_path):
+def _run(module, args, tmp_path, cwd=REPO):
   env = dict(os.environ)
   env.pop('XLA_FLAGS', None)
   env['VCRNN_JAX_DATA'] = str(tmp_path / 'cache')
+  env['PYTHONPATH'] = os.pathsep.join(
+      [str(REPO)] + [p for p in [env.get('PYTHONPATH')] if p])
   return subprocess.run([sys.executable, '-m', f'experiments.{module}', *args],
-                        cwd=REPO, env=env, capture_output=True, text=True,
+                        cwd=cwd, env=env, capture_output=True, text=True,
                         timeout=300)
 
 
@@ -44,6 +47,39 @@ def test_synthetic_binary_runs_end_to_end(module, tmp_path):
   assert 0.0 <= lines[-1]['sequence_error'] <= 1.0
   assert lines[-1]['ponder'] >= 1.0
   assert 'sequence_error' in proc.stdout   # the summary table
+
+
+def test_a_workdir_resumes_only_under_the_flags_that_made_it(tmp_path):
+  # The default workdir names the non-default flags (relative to the cwd).
+  args = COMMON + ['--bits=8', '--layout=random']
+  proc = _run('act_parity', args, tmp_path, cwd=tmp_path)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  workdir = (tmp_path / 'runs' / 'act_parity' / 'act=true_tau=0.01_seed=0_'
+             'batch_size=4_bits=8_hidden_size=8_layout=random')
+  assert [l['step'] for l in _metrics(workdir)] == [2, 4]
+  assert json.loads((workdir / 'flags.json').read_text())['layout'] == 'random'
+  # Another task in the same folder is refused in one line.
+  proc = _run('act_parity', args[:-1] + ['--bits=9', f'--workdir={workdir}'],
+              tmp_path)
+  assert proc.returncode == 2
+  assert proc.stderr.strip().splitlines() == [
+      f'act_parity: error: {workdir} holds a run with --bits=8, --layout='
+      'random, not --bits=9, --layout=prefix: rerun with those flags to '
+      'resume it, or pass another --workdir.']
+  # Training longer, evaluating differently and reporting by difficulty (the
+  # Fig. 6 points) is a resume.
+  args = [a for a in args if not a.startswith('--steps')]
+  proc = _run('act_parity', args + ['--steps=6', '--eval_batch_size=16',
+                                    '--difficulty_report'],
+              tmp_path, cwd=tmp_path)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  assert [l['step'] for l in _metrics(workdir)] == [2, 4, 6]
+  with open(workdir / 'difficulty.csv') as f:
+    rows = list(csv.DictReader(f))
+  assert [int(r['difficulty']) for r in rows] == list(range(1, 9))
+  assert all(0 <= float(r['sequence_error']) <= 1 and float(r['ponder']) >= 1
+             for r in rows)
+  assert 'difficulty.csv' in proc.stdout.splitlines()[-1]
 
 
 def test_wikipedia_binary_runs_on_any_byte_file(tmp_path):

@@ -107,6 +107,10 @@ def test_default_config_per_task_matches_the_paper():
     assert (c.cell, c.hidden_size, c.batch_size, c.max_steps) == (
         cell, hidden, batch, m), task
   assert sweep.default_config('parity').difficulties == tuple(range(1, 65))
+  assert sweep.default_config('parity').task_kwargs['layout'] == 'prefix'
+  assert sweep.default_config(
+      'parity', task_kwargs={'layout': 'random'}).task_kwargs == {
+          'bits': 64, 'layout': 'random'}
   assert sweep.default_config('parity', task_kwargs={'bits': 8}).difficulties \
       == tuple(range(1, 9))
   logic = sweep.default_config('logic')
@@ -279,6 +283,7 @@ def test_sweep_binary_bad_flags_give_one_line_errors(tmp_path):
       (['--seeds=3-1'], 'seeds'),
       (['--bits=0'], 'bits'),
       (['--task=logic', '--bits=8'], '--task=parity only'),
+      (['--task=sort', '--layout=random'], '--layout applies to --task=parity'),
       (['--plot_only'], 'no parity rows'),
   ]
   # Started together: most of each one's time is importing JAX.

@@ -114,20 +114,50 @@ def test_parity_samples_match_the_definition():
   np.testing.assert_array_equal(batch.mask, 1.0)
 
 
-def test_parity_distributions():
+@pytest.mark.parametrize('layout', ['random', 'prefix'])
+def test_parity_distributions(layout):
   bits, n = 64, 25 * B
-  batch = _samples('parity', 25)
+  task = parity.task(bits=bits, layout=layout)
+  batch = base.Batch(*(np.concatenate(xs) for xs in zip(*[
+      _np(task.sample(jax.random.key(seed), B)) for seed in range(25)])))
   counts = np.bincount(batch.difficulty, minlength=bits + 1)
   assert counts[0] == 0 and counts.sum() == n
   # Uniform on 1..64: 100 expected per value, standard deviation about 10.
   assert counts[1:].min() > 55 and counts[1:].max() < 150, counts
   x = batch.inputs[:, 0, :]
-  # The non-zero positions are uniform: each position equally often non-zero.
   per_position = np.mean(x != 0, axis=0)
-  assert np.all(np.abs(per_position - per_position.mean()) < 0.05)
+  if layout == 'random':
+    # Uniform positions: each position equally often non-zero.
+    assert np.all(np.abs(per_position - per_position.mean()) < 0.05)
+  else:
+    # Position i is non-zero iff k > i: probability (bits - i) / bits.
+    expected = (bits - np.arange(bits)) / bits
+    assert np.all(np.abs(per_position - expected) < 0.05)
   # Signs are fair and so, for every difficulty >= 1, is the parity.
   assert abs(np.mean(x[x != 0] > 0) - 0.5) < 0.02
   assert abs(np.mean(batch.targets) - 0.5) < 0.03
+
+
+def test_parity_prefix_layout_is_a_padded_k_bit_vector():
+  random_task = parity.task(bits=16, layout='random')
+  prefix_task = parity.task(bits=16)
+  key = jax.random.key(3)
+  r, p = random_task.sample(key, 500), prefix_task.sample(key, 500)
+  x = np.asarray(p.inputs[:, 0, :])
+  k = np.asarray(p.difficulty)
+  # The non-zero elements are exactly the first k.
+  np.testing.assert_array_equal(x != 0, np.arange(16)[None, :] < k[:, None])
+  np.testing.assert_array_equal(p.targets[:, 0, 0], np.sum(x == 1, -1) % 2)
+  # The same random stream draws the same k; only the positions differ.
+  np.testing.assert_array_equal(k, r.difficulty)
+  assert not np.array_equal(x, np.asarray(r.inputs[:, 0, :]))
+  # Signs stay fair, so the parity stays balanced.
+  assert abs(np.mean(x[x != 0] > 0) - 0.5) < 0.05
+  forced = prefix_task.sample(key, 8, difficulty=5).inputs[:, 0, :]
+  np.testing.assert_array_equal(np.asarray(forced) != 0,
+                                np.broadcast_to(np.arange(16) < 5, (8, 16)))
+  with pytest.raises(ValueError, match="layout must be one of"):
+    parity.task(layout='suffix')
 
 
 # ----------------------------------------------------------------------------
@@ -560,5 +590,5 @@ def test_get_rejects_unknown_names_and_arguments():
     tasks.get('copy')
   with pytest.raises(
       ValueError,
-      match=r"unknown argument\(s\) \['bitz'\]; allowed: \['bits'\]"):
+      match=r"unknown argument\(s\) \['bitz'\]; allowed: \['bits', 'layout'\]"):
     tasks.get('parity', bitz=3)

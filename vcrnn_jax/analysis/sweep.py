@@ -87,7 +87,7 @@ RUN_KEY = ('task', 'act', 'tau', 'seed')
 # 'difficulty_seq_len' is the sequence length of the paper's difficulty plots
 # (Fig. 10: length 5; Fig. 14: length 3); None lets the task choose.
 TASK_DEFAULTS: Mapping[str, Mapping[str, Any]] = {
-    'parity': dict(task_kwargs={'bits': 64}, cell='elman', hidden_size=128,
+    'parity': dict(task_kwargs={'bits': 64, 'layout': 'prefix'}, cell='elman', hidden_size=128,
                    batch_size=128, max_steps=100, learning_rate=1e-3,
                    steps=20_000, eval_every=1000, difficulty_seq_len=None),
     'logic': dict(task_kwargs={'max_len': 10, 'num_gates': 10}, cell='lstm',
@@ -263,7 +263,7 @@ class SweepConfig:
     quiet: no progress bar or summary per run.
   """
   task: str
-  task_kwargs: Mapping[str, int]
+  task_kwargs: Mapping[str, Any]
   cell: str
   hidden_size: int
   max_steps: int
@@ -289,7 +289,7 @@ _MUTABLE_SETTINGS = ('steps', 'eval_every', 'checkpoint_every',
                      'keep_checkpoints', 'difficulties', 'loop', 'quiet')
 
 
-def default_difficulties(task: str, task_kwargs: Mapping[str, int]
+def default_difficulties(task: str, task_kwargs: Mapping[str, Any]
                          ) -> tuple[int, ...]:
   """Every difficulty the task can be forced to (the x axes of Figs 6-19)."""
   if task == 'parity':
@@ -304,7 +304,7 @@ def default_difficulties(task: str, task_kwargs: Mapping[str, int]
 
 
 def default_config(task: str, *,
-                   task_kwargs: Optional[Mapping[str, int]] = None,
+                   task_kwargs: Optional[Mapping[str, Any]] = None,
                    **overrides: Any) -> SweepConfig:
   """The :class:`SweepConfig` of ``task`` with its paper defaults.
 
