@@ -15,11 +15,11 @@ recurrence is unused and it is a one-hidden-layer feed-forward net).
 
 Results on a 2-core CPU (CPU-2 in BUILD_NOTES.md, which has the full logs):
 
-* This command, seed 0: 4.9% sequence error at 90k steps, 1.8% at 110k and
-  1.0% at 300k (ponder 3.03), 528 s pinned to one core
-  (``taskset -c 0``). Error grows with the number of bits, from 0% up to
-  ~30 bits to 2-4% at 57-64 bits. Seeds differ in how long they sit near
-  chance first: see BUILD_NOTES.md for seeds 1 and 2.
+* This command (fresh clone and venv, idle machine): 4.9% sequence error at
+  90k steps, 1.8% at 110k and 1.0% at 300k (ponder 3.03), in 6 min 37 s.
+  Error grows with the number of bits, from 0% up to 13 bits to 2-4% at
+  57-64 bits. Seeds 1 and 2 end at 4.2% and 0.6%; seed 1 sits near chance
+  longer and is below 5% only from ~240k steps.
 * ``--act=false``: 43.4% after 100k steps, the paper's "almost 40%".
 * ``--layout=random`` (non-zero bits at random positions instead of a
   prefix): at 64 bits no run left chance level within 180k steps, while 12
@@ -27,7 +27,7 @@ Results on a 2-core CPU (CPU-2 in BUILD_NOTES.md, which has the full logs):
 
 Deviations from the paper: Adam with learning rate 1e-3 (``--learning_rate``)
 on one worker instead of 1e-4 with 16 Hogwild threads, and 300k updates by
-default instead of the paper's ~16M, so that the run ends in about 10 minutes
+default instead of the paper's ~16M, so that the run ends in under 10 minutes
 on a 2-core CPU. Section 3.1 does not say which k elements are non-zero;
 ``--layout`` picks the reading (see ``vcrnn_jax.tasks.parity``).
 """
