@@ -1,7 +1,8 @@
 """Flags and main shared by the ACT synthetic-task binaries (Section 3.1-3.4).
 
 Each binary defines its task's own flags, calls :func:`define_flags` with the
-paper's settings for that task, and passes a task factory to :func:`main`.
+paper's settings for that task, and passes its task name and arguments to
+:func:`main`.
 """
 
 import csv
