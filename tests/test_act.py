@@ -197,6 +197,50 @@ def test_while_loop_equals_masked_scan_values_and_gradients(checkpoints):
       gw, gs)
 
 
+@pytest.mark.parametrize('loop', ['while', 'scan'])
+def test_inactive_rows_take_one_step_and_change_nothing_else(loop):
+  # The padding mask that unroll passes: inactive rows must not ponder, and
+  # the active rows' values and gradients must not notice them.
+  cell, params, x = _setup(cells.elman(H, param_dtype=jnp.float64),
+                           max_steps=30, halting_bias=-3.0, loop=loop)
+  active = jnp.array([True, False, True, False, True])
+  keep = np.asarray(active)
+
+  def loss(params, active):
+    _, out = cell.apply(params, cell.initial_state(B), x, active=active)
+    w = jnp.asarray(keep, jnp.float64)
+    return (jnp.sum(w[:, None] * jnp.sin(out.output))
+            + 0.01 * jnp.sum(w * out.ponder)), out
+
+  (l_all, full), g_all = jax.value_and_grad(loss, has_aux=True)(params, None)
+  (l_some, part), g_some = jax.value_and_grad(loss, has_aux=True)(params,
+                                                                  active)
+  assert np.all(np.asarray(full.steps) > 1)       # Every row would ponder.
+  np.testing.assert_array_equal(np.asarray(part.steps)[~keep], 1)
+  np.testing.assert_array_equal(part.steps[keep], full.steps[keep])
+  np.testing.assert_allclose(part.output[keep], full.output[keep], rtol=1e-12)
+  np.testing.assert_allclose(l_some, l_all, rtol=1e-12)
+  jax.tree_util.tree_map(
+      lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12),
+      g_some, g_all)
+
+
+def test_unroll_passes_the_padding_mask_to_cells_that_take_it():
+  seen = []
+
+  def apply(params, state, x, active=None):
+    seen.append(active)
+    return state, x
+
+  cell = Cell(lambda key, n: {}, lambda b: jnp.zeros((b, 1)), apply)
+  xs = jnp.ones((2, 3, 1))
+  unroll(cell, {}, cell.initial_state(2), xs, jnp.array([3, 1]))
+  assert seen and all(a is not None for a in seen)
+  seen.clear()
+  unroll(cell, {}, cell.initial_state(2), xs)      # No lengths: no mask.
+  assert seen and all(a is None for a in seen)
+
+
 def test_jit_vmap_and_float32():
   inner = cells.gru(H)
   cell = act.adaptive(inner, O, max_steps=10)

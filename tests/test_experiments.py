@@ -7,6 +7,7 @@ import pathlib
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -80,6 +81,23 @@ def test_a_workdir_resumes_only_under_the_flags_that_made_it(tmp_path):
   assert all(0 <= float(r['sequence_error']) <= 1 and float(r['ponder']) >= 1
              for r in rows)
   assert 'difficulty.csv' in proc.stdout.splitlines()[-1]
+  # The loop-cost diagnostic reads the same run through its flags.json.
+  from benchmarks import ponder_tail
+  stats = ponder_tail.main([f'--workdir={workdir}', '--batches=3'])
+  assert 1 <= stats['mean_n'] <= stats['max_n'] <= 100
+  assert 1 <= stats['loop_iterations'] <= 100     # one input step per vector
+  assert 0 < stats['utilisation'] <= 1
+
+
+def test_ponder_tail_statistics_by_hand():
+  from benchmarks import ponder_tail
+  # One batch, two rows, two input steps; row 1 is padding at t=1.
+  steps = np.array([[[3, 5], [7, 0]]])
+  valid = np.array([[[1, 1], [1, 0]]])
+  stats = ponder_tail.tail_stats(steps, valid)
+  assert stats['max_n'] == 7 and stats['mean_n'] == 5.0
+  assert stats['loop_iterations'] == 7 + 5   # max over rows at each t
+  assert stats['utilisation'] == 15 / (2 * 12)
 
 
 def test_wikipedia_binary_runs_on_any_byte_file(tmp_path):

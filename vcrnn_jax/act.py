@@ -158,7 +158,7 @@ def adaptive(
     }
 
   def _body(args, c: _Carry) -> _Carry:
-    params, x = args
+    params, x, active = args
     flag = jnp.broadcast_to((c.n == 0).astype(x.dtype), x.shape[:-1] + (1,))
     new_state, y = cell.apply(params['cell'], c.state, jnp.concatenate(
         [x, flag], axis=-1))                                          # (3)
@@ -168,6 +168,8 @@ def adaptive(
         + params['halting']['bias'])[..., 0]                          # (5)
     # Comparisons carry no gradient, so N(t) is a constant (Sec. 2.2).
     halts = (c.cum_halt + h >= 1.0 - epsilon) | (c.n + 1 >= max_steps)  # (13)
+    # Inactive rows (padding) halt at n=1 so they never extend the loop.
+    halts = halts | ~active
     p = jnp.where(halts, 1.0 - c.cum_halt, h)                         # (6, 8)
     w = jnp.where(c.running, p, 0.0)
     acc_state = jax.tree_util.tree_map(
@@ -192,8 +194,12 @@ def adaptive(
   def _cond(c: _Carry) -> jax.Array:
     return jnp.any(c.running)
 
-  def apply(params, state, x):
+  def apply(params, state, x, active=None):
     batch_shape = x.shape[:-1]
+    # ``active`` ([batch] bool, optional): rows whose result the caller will
+    # discard (e.g. padded steps in ``unroll``) take exactly one step.
+    active = (jnp.ones(batch_shape, bool) if active is None
+              else jnp.broadcast_to(jnp.asarray(active, bool), batch_shape))
     dtype = params['output']['kernel'].dtype
     init_carry = _Carry(
         state=state,
@@ -207,11 +213,11 @@ def adaptive(
     )
     if loop == 'while':
       final, _ = loops.bounded_while_loop(
-          _cond, _body, (params, x), init_carry, max_steps=max_steps,
+          _cond, _body, (params, x, active), init_carry, max_steps=max_steps,
           checkpoints=checkpoints)
     else:
       final, _ = loops.masked_scan_loop(
-          _cond, _body, (params, x), init_carry, max_steps=max_steps)
+          _cond, _body, (params, x, active), init_carry, max_steps=max_steps)
     ponder = final.steps.astype(dtype) + final.remainder              # (10)
     return final.acc_state, ACTOutput(
         output=final.acc_output, ponder=ponder, steps=final.steps,

@@ -14,6 +14,10 @@ pure functions produced by a factory that closes over the hyperparameters::
 * ``apply(params, state, x) -> (state, y)``: one time step, carry first as in
   ``lax.scan``; ``x`` is ``[batch, input_size]``. Per-step extras of adaptive cells
   (ponder, depth, computation used) come back inside ``y`` as a NamedTuple.
+  A cell with data-dependent work may also take an optional keyword
+  ``active`` (``[batch]`` bool): rows whose results the caller discards, so
+  the cell may do the least work for them. ``unroll`` passes it for padded
+  steps; ACT uses it to stop padded rows from pondering.
 
 Every function is pure: no globals, no Python side effects, no hidden randomness,
 so cells compose with ``jit``, ``vmap``, ``grad``, ``lax.scan`` and sharding.

@@ -1,5 +1,6 @@
 """Running a cell over time."""
 
+import inspect
 from typing import Any, Optional
 
 import jax
@@ -14,6 +15,14 @@ def _select(pred: jax.Array, new: Any, old: Any) -> Any:
     p = pred.reshape(pred.shape + (1,) * (a.ndim - pred.ndim))
     return jnp.where(p, a, b)
   return jax.tree_util.tree_map(sel, new, old)
+
+
+def accepts_active(cell: Cell) -> bool:
+  """Whether ``cell.apply`` takes the optional ``active`` row mask."""
+  try:
+    return 'active' in inspect.signature(cell.apply).parameters
+  except (TypeError, ValueError):   # Not introspectable: assume not.
+    return False
 
 
 def unroll(
@@ -35,7 +44,10 @@ def unroll(
     lengths: optional ``[batch]`` int sequence lengths. Steps ``t >= lengths[b]``
       are padding: they leave the state of row ``b`` unchanged and their
       outputs are zero, so the returned state is the state after the last real
-      step.
+      step. A cell whose ``apply`` takes an ``active`` keyword (``[batch]``
+      bool; ACT does) gets ``active=t < lengths``, so it can skip the work of
+      padded rows; a padded ACT row takes one ponder step instead of
+      pondering on zeros.
 
   Returns:
     ``(final_state, ys)`` where every leaf of ``ys`` is ``[batch, time, ...]``.
@@ -64,10 +76,16 @@ def unroll(
       return cell.apply(params, carry, x)
     state, ys = jax.lax.scan(step, state, xs_t)
   else:
+    # Cells that take ``active`` (e.g. ACT) skip the work of padded rows.
+    pass_active = accepts_active(cell)
+
     def step(carry, inp):
       x, t = inp
-      new_state, y = cell.apply(params, carry, x)
       valid = t < lengths
+      if pass_active:
+        new_state, y = cell.apply(params, carry, x, active=valid)
+      else:
+        new_state, y = cell.apply(params, carry, x)
       new_state = _select(valid, new_state, carry)
       y = _select(valid, y, jax.tree_util.tree_map(jnp.zeros_like, y))
       return new_state, y
