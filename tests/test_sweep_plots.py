@@ -267,6 +267,7 @@ def test_sweep_binary_writes_rows_and_plots_and_resumes(tmp_path):
     if name != resumed_dir.name:
       assert (workdir / name / 'metrics.jsonl').read_text() == text, name
   assert (resumed_dir / 'checkpoints' / '4').is_dir()
+  assert (restored_dir / 'checkpoints' / '4').is_dir()   # Only restored.
 
   # --plot_only redraws the figures from the CSVs alone.
   for png in workdir.glob('*.png'):

@@ -89,7 +89,7 @@ RUN_KEY = ('task', 'act', 'tau', 'seed')
 TASK_DEFAULTS: Mapping[str, Mapping[str, Any]] = {
     'parity': dict(task_kwargs={'bits': 64, 'layout': 'prefix'}, cell='elman', hidden_size=128,
                    batch_size=128, max_steps=100, learning_rate=1e-3,
-                   steps=20_000, eval_every=1000, difficulty_seq_len=None),
+                   steps=100_000, eval_every=10_000, difficulty_seq_len=None),
     'logic': dict(task_kwargs={'max_len': 10, 'num_gates': 10}, cell='lstm',
                   hidden_size=128, batch_size=16, max_steps=100,
                   learning_rate=1e-3, steps=20_000, eval_every=1000,
