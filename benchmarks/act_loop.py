@@ -39,8 +39,9 @@ def _bce(logit, y):
   return jnp.mean(jax.nn.softplus(logit) - y * logit)
 
 
-def act_step(m, loop, ponder, tau=0.01):
-  cell = act.adaptive(cells.elman(HIDDEN), 1, max_steps=m, loop=loop)
+def act_step(m, loop, ponder, tau=0.01, compact_rows=8):
+  cell = act.adaptive(cells.elman(HIDDEN), 1, max_steps=m, loop=loop,
+                      compact_rows=compact_rows)
   params = cell.init(jax.random.PRNGKey(0), BITS)
   params['halting']['kernel'] = jnp.zeros_like(params['halting']['kernel'])
   h = 1.0 / ponder + 1e-3   # n steps of h sum past 1 - eps exactly at n=ponder
@@ -103,6 +104,9 @@ def main():
                       help='ponder steps every sequence takes (mean N)')
   parser.add_argument('--m', default='10,100,400',
                       help='comma-separated values of M (max ponder steps)')
+  parser.add_argument('--compact_rows', type=int, default=8,
+                      help="(a)'s compact_rows (0: no compaction); every row "
+                      'ponders the same N here, so there is no tail')
   parser.add_argument('--repeats', type=int, default=30,
                       help='timed train steps per configuration (median)')
   args = parser.parse_args()
@@ -122,8 +126,10 @@ def main():
   print(header)
   mems = {}
   for m in ms:
-    t_a, mem_a, n_a = measure(*act_step(m, 'while', args.ponder), x, y,
-                              args.repeats)
+    rows = args.compact_rows or None
+    t_a, mem_a, n_a = measure(
+        *act_step(m, 'while', args.ponder, compact_rows=rows), x, y,
+        args.repeats)
     t_b, mem_b, _ = measure(*act_step(m, 'scan', args.ponder), x, y,
                             max(3, args.repeats // 5))
     mems[m] = mem_a

@@ -12,6 +12,11 @@ Usage::
 
   python -m benchmarks.ponder_tail --workdir=runs/act_parity/act=true_tau=0.01_seed=0
   python -m benchmarks.ponder_tail --workdir=runs/sweep/tau=0.001_seed=0
+  python -m benchmarks.ponder_tail --workdir=W --time=20
+
+``--time=N`` also times N gradient steps (loss and gradient, no optimizer)
+on the checkpoint's params with the pondering tail compacted
+(``compact_rows=8``, the default) and not (``None``), interleaved in one run.
 
 A binary's workdir is read through its ``flags.json``; an ``act_sweep`` run
 through the ``sweep.json`` of its parent folder and its ``tau=<tau>_seed=<s>``
@@ -23,7 +28,9 @@ import inspect
 import json
 import pathlib
 import re
+import statistics
 import sys
+import time
 
 import jax
 import jax.numpy as jnp
@@ -114,6 +121,9 @@ def main(argv=None) -> dict:
                       help='fresh batches of the training batch size to run')
   parser.add_argument('--seed', type=int, default=12345,
                       help='seed of the fresh batches')
+  parser.add_argument('--time', type=int, default=0,
+                      help='also time this many gradient steps with and '
+                      'without compacting the pondering tail')
   args = parser.parse_args(argv)
   try:
     s = run_settings(args.workdir, args.task)
@@ -154,7 +164,37 @@ def main(argv=None) -> dict:
         f'{stats["loop_iterations"]:.1f}')
   print(f'row utilisation (rows still pondering / rows computed): '
         f'{stats["utilisation"]:.1%}')
+  if args.time > 0:
+    stats.update(time_compaction(task, model, s['batch_size'], params, key,
+                                 args.time))
   return stats
+
+
+def time_compaction(task, model, batch_size, params, key, repeats) -> dict:
+  """Median gradient-step seconds with and without compaction, interleaved."""
+  variants = {'compact_rows=8': model._replace(compact_rows=8),
+              'compact_rows=None': model._replace(compact_rows=None)}
+  steps = {}
+  for name, m in variants.items():
+    experiment = act_tasks.task_experiment(task, m, batch_size=batch_size)
+    steps[name] = jax.jit(jax.grad(lambda p, b, e=experiment: e.loss(p, b)[0]))
+  batches = [task.sample(jax.random.fold_in(key, 10_000 + i), batch_size)
+             for i in range(repeats)]
+  for f in steps.values():                       # Compile outside the timing.
+    jax.block_until_ready(f(params, batches[0]))
+  times = {name: [] for name in steps}
+  for b in batches:
+    for name, f in steps.items():
+      t0 = time.perf_counter()
+      jax.block_until_ready(f(params, b))
+      times[name].append(time.perf_counter() - t0)
+  med = {name: statistics.median(t) for name, t in times.items()}
+  for name, t in med.items():
+    print(f'gradient step, {name}: {1e3 * t:.1f} ms (median of {repeats})')
+  ratio = med['compact_rows=None'] / med['compact_rows=8']
+  print(f'speed-up from compaction: {ratio:.2f}x')
+  return {'ms_compact': 1e3 * med['compact_rows=8'],
+          'ms_full': 1e3 * med['compact_rows=None'], 'speedup': ratio}
 
 
 if __name__ == '__main__':

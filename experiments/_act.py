@@ -23,7 +23,8 @@ FLAGS = flags.FLAGS
 
 def define_flags(*, cell: str, hidden_size: int, batch_size: int,
                  max_steps: int, steps: int, learning_rate: float,
-                 eval_every: int, tau: float, workdir: str) -> None:
+                 eval_every: int, tau: float, workdir: str,
+                 compact_rows: int = 8) -> None:
   """Model, ACT and training flags, defaulting to the given (paper) values."""
   flags.DEFINE_bool('act', True, 'Use Adaptive Computation Time (--act=false '
                     'trains the paper\'s no-ACT baseline).')
@@ -40,6 +41,12 @@ def define_flags(*, cell: str, hidden_size: int, batch_size: int,
                        'Eq. 7 (paper: 0.01); must be < 1.')
   flags.DEFINE_float('halting_bias', 1.0, 'Initial bias b_h of the halting '
                      'unit (Eq. 5; paper: 1).')
+  flags.DEFINE_integer(
+      'compact_rows', compact_rows, 'With --loop=while: once at most half of '
+      'the batch still ponders, continue on a half-size batch of those rows, '
+      'halving down to this many rows, so a long pondering tail costs the '
+      'rows it uses (0: never compact). Same maths either way; see '
+      'vcrnn_jax.act.adaptive.', lower_bound=0)
   flags.DEFINE_enum('loop', 'while', ['while', 'scan'], 'ACT pondering loop: '
                     '"while" costs what it computes; "scan" is the masked '
                     'reference over all M steps.')
@@ -68,7 +75,8 @@ def model_config() -> act_tasks.ModelConfig:
   return act_tasks.ModelConfig(
       cell=FLAGS.cell, hidden_size=FLAGS.hidden_size, act=FLAGS.act,
       tau=FLAGS.tau, max_steps=FLAGS.max_steps, epsilon=FLAGS.epsilon,
-      halting_bias=FLAGS.halting_bias, loop=FLAGS.loop)
+      halting_bias=FLAGS.halting_bias, loop=FLAGS.loop,
+      compact_rows=FLAGS.compact_rows or None)
 
 
 def train_config(name: str) -> TrainConfig:

@@ -47,8 +47,10 @@ flags.DEFINE_enum('layout', 'prefix', list(tasks.parity.LAYOUTS),
                   'k-subset). Sec. 3.1 does not say; see BUILD_NOTES.md.')
 _act.define_flags(cell='elman', hidden_size=128, batch_size=128, max_steps=100,
                   steps=300_000, learning_rate=1e-3, eval_every=10_000,
-                  tau=0.01,
-                  workdir='act_parity')
+                  tau=0.01, workdir='act_parity',
+                  # Parity rows halt together (N is 2-3): compaction would
+                  # only add its few-percent overhead (BUILD_NOTES.md).
+                  compact_rows=0)
 # Shared flags are key flags of this binary, so --help lists them.
 flags.adopt_module_key_flags(_common)
 flags.adopt_module_key_flags(_act)

@@ -241,6 +241,44 @@ def test_unroll_passes_the_padding_mask_to_cells_that_take_it():
   assert seen and all(a is None for a in seen)
 
 
+@pytest.mark.parametrize('compact_rows', [2, 5])
+def test_compacted_tail_equals_the_full_batch_loop(compact_rows):
+  # 24 rows halting at widely different steps, with padding: the loop runs
+  # on 24 rows, then 12, then 6 (and 3, 2 when compact_rows=2) rows.
+  assert act._stage_sizes((24,), compact_rows) == (
+      (24, 12, 6, 3, 2) if compact_rows == 2 else (24, 12, 6))
+  batch = 24
+  inner = cells.lstm(H, param_dtype=jnp.float64)
+  make = lambda rows: act.adaptive(inner, O, max_steps=40, epsilon=EPS,
+                                   halting_bias=-1.0, compact_rows=rows,
+                                   param_dtype=jnp.float64)
+  compact, full = make(compact_rows), make(None)
+  params = compact.init(jax.random.key(3), D)
+  params['halting']['kernel'] = params['halting']['kernel'] * 4.0
+  xs = jax.random.normal(jax.random.key(4), (batch, 3, D), jnp.float64)
+  lengths = jax.random.randint(jax.random.key(5), (batch,), 1, 4)
+
+  def loss(params, cell):
+    state, out = unroll(cell, params, cell.initial_state(batch), xs, lengths)
+    return (jnp.sum(jnp.sin(out.output)) + jnp.sum(state.c ** 2)
+            + 0.01 * jnp.sum(act.ponder_cost(out))), out
+
+  (lc, oc), gc = jax.value_and_grad(loss, has_aux=True)(params, compact)
+  (lf, of), gf = jax.value_and_grad(loss, has_aux=True)(params, full)
+  steps = np.asarray(of.steps)
+  assert steps.max() > 10 and np.median(steps[steps > 0]) < steps.max() / 2
+  np.testing.assert_array_equal(oc.steps, of.steps)
+  np.testing.assert_allclose(oc.output, of.output, rtol=1e-12, atol=1e-14)
+  np.testing.assert_allclose(lc, lf, rtol=1e-12)
+  jax.tree_util.tree_map(
+      lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12),
+      gc, gf)
+  # Under jit too, and with the stage sizes as the only difference.
+  (lj, _), _ = jax.jit(jax.value_and_grad(
+      lambda p: loss(p, compact), has_aux=True))(params)
+  np.testing.assert_allclose(lj, lf, rtol=1e-12)
+
+
 def test_jit_vmap_and_float32():
   inner = cells.gru(H)
   cell = act.adaptive(inner, O, max_steps=10)

@@ -32,6 +32,7 @@ class ModelConfig(NamedTuple):
   epsilon: float = 0.01        # ACT Eq. 7
   halting_bias: float = 1.0    # initial b_h (Eq. 5)
   loop: str = 'while'
+  compact_rows: Optional[int] = None   # act.adaptive's tail compaction
 
 
 def step_mask(mask: jax.Array) -> jax.Array:
@@ -58,7 +59,7 @@ def build_model(task, model: ModelConfig):
     cell = act_lib.adaptive(
         inner, task.output_size, max_steps=model.max_steps,
         epsilon=model.epsilon, halting_bias=model.halting_bias,
-        loop=model.loop)
+        loop=model.loop, compact_rows=model.compact_rows)
     return sequence_model(cell)
   return sequence_model(inner, task.output_size)
 
