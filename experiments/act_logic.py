@@ -14,13 +14,13 @@ sequences. ``--act=false`` is the no-ACT baseline (paper: ~20% error; ACT with
 tau <= 0.01: virtually zero).
 
 Results on a 2-core CPU (BUILD_NOTES.md has the log): with this command,
-54.3% sequence error after 10k steps and 29.6% after 20k, still falling
-(ponder 46-73 per input: tau=1e-3 lets the network ponder near M early in
-training, so steps run at ~2/s on one core). ``--act=false`` is at 61.3% after
-20k steps. The paper's ~0% took 10k iterations on each of 16 threads (~160k
-updates); the <=1% target was not reached within this CPU budget.
-``--compact_rows=8`` (the default) made gradient steps on the 14k-step
-checkpoint 1.73x faster than without compaction.
+54.3% sequence error after 10k steps, 29.6% after 20k and 11.2% after 28k,
+still falling (ponder 73 at 6k down to 26 at 28k: tau=1e-3 lets the network
+ponder near M early in training). Steps ran at ~2/s on one core before
+padded rows stopped pondering and ``--compact_rows=8`` (the default) was
+added, 4-5/s after. ``--act=false`` is at 61.3% after 20k steps. The paper's
+~0% took 10k iterations on each of 16 threads (~160k updates); the <=1%
+target was not reached within this session's CPU budget.
 
 Deviations: Adam with learning rate 1e-3 on one worker (paper: 1e-4, 16
 Hogwild threads, 1M iterations per thread).
