@@ -14,11 +14,11 @@ sequences. ``--act=false`` is the no-ACT baseline (paper: ~20% error; ACT with
 tau <= 0.01: virtually zero).
 
 Results on a 2-core CPU (BUILD_NOTES.md has the log): with this command,
-54.3% sequence error after 10k steps, 29.6% after 20k and 8.1% after 30k,
-still falling (ponder 73 at 6k down to 27 at 30k: tau=1e-3 lets the network
+54.3% sequence error after 10k steps, 29.6% after 20k and 3.9% after 35k,
+still falling (ponder 73 at 6k down to 25 at 35k: tau=1e-3 lets the network
 ponder near M early in training). Steps ran at ~2/s on one core before
 padded rows stopped pondering and ``--compact_rows=8`` (the default) was
-added, 4-5/s after. ``--act=false`` is at 61.3% after 20k steps. The paper's
+added, 4-8/s after. ``--act=false`` is at 61.3% after 20k steps. The paper's
 ~0% took 10k iterations on each of 16 threads (~160k updates); the <=1%
 target was not reached within this session's CPU budget.
 
