@@ -7,7 +7,6 @@ paper's settings for that task, and passes its task name and arguments to
 
 import csv
 import pathlib
-import sys
 from typing import Any, Mapping
 
 from absl import flags
@@ -101,10 +100,8 @@ def workdir(name: str) -> pathlib.Path:
     return pathlib.Path(FLAGS.workdir)
   parts = [f'act={str(FLAGS.act).lower()}', f'tau={FLAGS.tau:g}',
            f'seed={FLAGS.seed}']
-  for f in sorted(FLAGS.get_key_flags_for_module(sys.argv[0]),
-                  key=lambda f: f.name):
-    if (f.name not in _common.RESUMABLE_FLAGS | {'act', 'tau', 'seed'}
-        and f.value != f.default):
+  for f in _common.run_defining_flags():
+    if f.name not in ('act', 'tau', 'seed') and f.value != f.default:
       value = f'{f.value:g}' if isinstance(f.value, float) else f.value
       parts.append(f'{f.name}={value}'.replace('/', '_'))
   return pathlib.Path('runs', name, '_'.join(parts))

@@ -127,6 +127,12 @@ RESUMABLE_FLAGS = frozenset({
 RUN_FLAGS_FILENAME = 'flags.json'
 
 
+def run_defining_flags() -> list:
+  """The binary's flags that define what is trained, sorted by name."""
+  return sorted((f for f in FLAGS.get_key_flags_for_module(sys.argv[0])
+                 if f.name not in RESUMABLE_FLAGS), key=lambda f: f.name)
+
+
 def check_run_flags(workdir) -> None:
   """Records the flags that define a run; refuses to resume under other ones.
 
@@ -139,10 +145,9 @@ def check_run_flags(workdir) -> None:
     ValueError: naming the flags that differ, with the saved values.
   """
   workdir = pathlib.Path(workdir)
-  names = sorted(f.name for f in FLAGS.get_key_flags_for_module(sys.argv[0])
-                 if f.name not in RESUMABLE_FLAGS)
   # A JSON round trip, so the comparison sees what the file will hold.
-  current = json.loads(json.dumps({n: FLAGS[n].value for n in names}))
+  current = json.loads(json.dumps(
+      {f.name: f.value for f in run_defining_flags()}))
   path = workdir / RUN_FLAGS_FILENAME
   if path.is_file():
     saved = json.loads(path.read_text())
