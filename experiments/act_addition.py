@@ -13,10 +13,15 @@ bias 1. Reports sequence error rate and mean ponder on 1,000 held-out
 sequences; ``--act=false`` is the baseline.
 
 Results on a 2-core CPU (BUILD_NOTES.md has the log): reduced size only.
-``--hidden_size=128 --steps=3000 --eval_every=1000`` gives 81.5% sequence
-error with ACT (ponder 14.5 per step, 185 s) and 81.4% without (12 s). Neither
-is near the paper's perfect score, which came after ~16M updates (1M
-iterations x 16 threads); the full-size run needs a GPU or many CPU hours.
+``--hidden_size=128 --steps=30000 --eval_every=2000`` gives 78.6% sequence
+error with ACT (ponder 17.2 of M=20, 1059 s on one core) and 78.3% without
+(85 s): at this size and budget neither learns much beyond the length-1
+sequences, which have no target. A smaller task, ``--hidden_size=128
+--max_digits=3 --max_len=3 --steps=20000 --eval_every=2000``, is learnt:
+5.8% with ACT (ponder 8.8, rising from 8.2 per step for 1-digit numbers to
+11.6 for 3-digit ones, the direction of Fig. 14) and 7.9% without. The
+paper's perfect score came after ~16M updates (1M iterations x 16 threads);
+the full-size run needs a GPU or many CPU hours.
 
 Deviations: Adam with learning rate 1e-3 on one worker (paper: 1e-4, 16
 Hogwild threads, 1M iterations per thread).
