@@ -4,7 +4,9 @@ Measures, side by side in one run, the time of one jitted train step (forward,
 backward and Adam update) at the ACT parity configuration (Elman 128, batch 128,
 64 bits) for:
 
-  (a) ``adaptive(..., loop='while')``: the while loop with its custom VJP;
+  (a) ``adaptive(..., loop='while')``: the while loop with its custom VJP,
+      with the loop settings ``act_parity`` trains with (4 backward slots
+      with their vjp residuals, no tail compaction; flags to change them);
   (b) ``adaptive(..., loop='scan')``: the masked ``lax.scan`` over all M steps;
   (c) an oracle "Repeat-RNN": a plain ``lax.scan`` of exactly the realised
       number of ponder steps (no halting unit), differentiated by autodiff;
@@ -39,9 +41,11 @@ def _bce(logit, y):
   return jnp.mean(jax.nn.softplus(logit) - y * logit)
 
 
-def act_step(m, loop, ponder, tau=0.01, compact_rows=8):
+def act_step(m, loop, ponder, tau=0.01, compact_rows=None, checkpoints=8,
+             save_residuals=False):
   cell = act.adaptive(cells.elman(HIDDEN), 1, max_steps=m, loop=loop,
-                      compact_rows=compact_rows)
+                      compact_rows=compact_rows, checkpoints=checkpoints,
+                      save_residuals=save_residuals)
   params = cell.init(jax.random.PRNGKey(0), BITS)
   params['halting']['kernel'] = jnp.zeros_like(params['halting']['kernel'])
   h = 1.0 / ponder + 1e-3   # n steps of h sum past 1 - eps exactly at n=ponder
@@ -104,21 +108,33 @@ def main():
                       help='ponder steps every sequence takes (mean N)')
   parser.add_argument('--m', default='10,100,400',
                       help='comma-separated values of M (max ponder steps)')
-  parser.add_argument('--compact_rows', type=int, default=8,
-                      help="(a)'s compact_rows (0: no compaction); every row "
-                      'ponders the same N here, so there is no tail')
+  parser.add_argument('--compact_rows', type=int, default=0,
+                      help="(a)'s compact_rows (0: no compaction, as in "
+                      'act_parity); every row ponders the same N here, so '
+                      'there is no tail')
+  parser.add_argument('--checkpoints', type=int, default=4,
+                      help="(a)'s backward-pass carry slots (act_parity's "
+                      '--ponder_slots)')
+  parser.add_argument('--save_residuals', default=True,
+                      action=argparse.BooleanOptionalAction,
+                      help="(a) also saves each slot's vjp residuals "
+                      "(act_parity's --save_residuals)")
   parser.add_argument('--repeats', type=int, default=30,
                       help='timed train steps per configuration (median)')
   args = parser.parse_args()
-  if args.ponder < 1 or args.repeats < 1:
-    parser.error('--ponder and --repeats must be >= 1')
+  if args.ponder < 1 or args.repeats < 1 or args.checkpoints < 1:
+    parser.error('--ponder, --repeats and --checkpoints must be >= 1')
+  if args.compact_rows < 0:
+    parser.error('--compact_rows must be >= 0')
   ms = [int(v) for v in args.m.split(',')]
   batch = parity.task(bits=BITS).sample(jax.random.PRNGKey(1), BATCH)
   x, y = batch.inputs[:, 0], batch.targets[:, 0, 0]
 
   print(f'jax {jax.__version__} on {jax.devices()[0].device_kind} '
         f'({jax.default_backend()}); batch {BATCH}, hidden {HIDDEN}, '
-        f'{BITS} bits, ponder N={args.ponder}, median of {args.repeats}')
+        f'{BITS} bits, ponder N={args.ponder}, median of {args.repeats}; '
+        f'(a): checkpoints={args.checkpoints}, save_residuals='
+        f'{args.save_residuals}, compact_rows={args.compact_rows or None}')
   t_c, mem_c, n_c = measure(*oracle_step(args.ponder), x, y, args.repeats)
   header = (f'{"M":>5} {"N":>5} {"(a) while ms":>13} {"(b) scan ms":>12} '
             f'{"(c) oracle ms":>14} {"a/c":>6} {"b/a":>7} '
@@ -128,7 +144,9 @@ def main():
   for m in ms:
     rows = args.compact_rows or None
     t_a, mem_a, n_a = measure(
-        *act_step(m, 'while', args.ponder, compact_rows=rows), x, y,
+        *act_step(m, 'while', args.ponder, compact_rows=rows,
+                  checkpoints=args.checkpoints,
+                  save_residuals=args.save_residuals), x, y,
         args.repeats)
     t_b, mem_b, _ = measure(*act_step(m, 'scan', args.ponder), x, y,
                             max(3, args.repeats // 5))

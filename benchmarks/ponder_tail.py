@@ -15,8 +15,12 @@ Usage::
   python -m benchmarks.ponder_tail --workdir=W --time=20
 
 ``--time=N`` also times N gradient steps (loss and gradient, no optimizer)
-on the checkpoint's params with the pondering tail compacted
-(``compact_rows=8``, the default) and not (``None``), interleaved in one run.
+on the checkpoint's params under each loop setting, interleaved in one run:
+``adaptive``'s defaults (8 backward slots, no residuals, no compaction), the
+pondering tail compacted (``compact_rows=8``, the binaries' default but
+``act_parity``'s), and 4 or 8 slots that keep their vjp residuals
+(``save_residuals``; 4 is ``act_parity``'s setting). Every setting computes
+the same maths; only the time differs.
 
 A binary's workdir is read through its ``flags.json``; an ``act_sweep`` run
 through the ``sweep.json`` of its parent folder and its ``tau=<tau>_seed=<s>``
@@ -122,8 +126,8 @@ def main(argv=None) -> dict:
   parser.add_argument('--seed', type=int, default=12345,
                       help='seed of the fresh batches')
   parser.add_argument('--time', type=int, default=0,
-                      help='also time this many gradient steps with and '
-                      'without compacting the pondering tail')
+                      help='also time this many gradient steps under each '
+                      'loop setting (compaction, backward slots, residuals)')
   args = parser.parse_args(argv)
   try:
     s = run_settings(args.workdir, args.task)
@@ -165,18 +169,31 @@ def main(argv=None) -> dict:
   print(f'row utilisation (rows still pondering / rows computed): '
         f'{stats["utilisation"]:.1%}')
   if args.time > 0:
-    stats.update(time_compaction(task, model, s['batch_size'], params, key,
-                                 args.time))
+    stats.update(time_loop_settings(task, model, s['batch_size'], params,
+                                    key, args.time))
   return stats
 
 
-def time_compaction(task, model, batch_size, params, key, repeats) -> dict:
-  """Median gradient-step seconds with and without compaction, interleaved."""
-  variants = {'compact_rows=8': model._replace(compact_rows=8),
-              'compact_rows=None': model._replace(compact_rows=None)}
+# Loop settings timed by --time: (name, ModelConfig fields). The first is the
+# baseline the speed-ups are relative to.
+LOOP_SETTINGS = (
+    ('defaults', dict(compact_rows=None, checkpoints=8, save_residuals=False)),
+    ('compact_rows=8', dict(compact_rows=8, checkpoints=8,
+                            save_residuals=False)),
+    ('4 slots+residuals', dict(compact_rows=None, checkpoints=4,
+                               save_residuals=True)),
+    ('8 slots+residuals', dict(compact_rows=None, checkpoints=8,
+                               save_residuals=True)),
+)
+
+
+def time_loop_settings(task, model, batch_size, params, key,
+                       repeats) -> dict:
+  """Median gradient-step ms under each of LOOP_SETTINGS, interleaved."""
   steps = {}
-  for name, m in variants.items():
-    experiment = act_tasks.task_experiment(task, m, batch_size=batch_size)
+  for name, fields in LOOP_SETTINGS:
+    experiment = act_tasks.task_experiment(task, model._replace(**fields),
+                                           batch_size=batch_size)
     steps[name] = jax.jit(jax.grad(lambda p, b, e=experiment: e.loss(p, b)[0]))
   batches = [task.sample(jax.random.fold_in(key, 10_000 + i), batch_size)
              for i in range(repeats)]
@@ -189,12 +206,13 @@ def time_compaction(task, model, batch_size, params, key, repeats) -> dict:
       jax.block_until_ready(f(params, b))
       times[name].append(time.perf_counter() - t0)
   med = {name: statistics.median(t) for name, t in times.items()}
+  base = med[LOOP_SETTINGS[0][0]]
+  out = {}
   for name, t in med.items():
-    print(f'gradient step, {name}: {1e3 * t:.1f} ms (median of {repeats})')
-  ratio = med['compact_rows=None'] / med['compact_rows=8']
-  print(f'speed-up from compaction: {ratio:.2f}x')
-  return {'ms_compact': 1e3 * med['compact_rows=8'],
-          'ms_full': 1e3 * med['compact_rows=None'], 'speedup': ratio}
+    print(f'gradient step, {name}: {1e3 * t:.3f} ms (median of {repeats}; '
+          f'{base / t:.2f}x the defaults\' speed)')
+    out[f'ms[{name}]'] = 1e3 * t
+  return out
 
 
 if __name__ == '__main__':

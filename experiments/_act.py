@@ -23,7 +23,8 @@ FLAGS = flags.FLAGS
 def define_flags(*, cell: str, hidden_size: int, batch_size: int,
                  max_steps: int, steps: int, learning_rate: float,
                  eval_every: int, tau: float, workdir: str,
-                 compact_rows: int = 8) -> None:
+                 compact_rows: int = 8, ponder_slots: int = 8,
+                 save_residuals: bool = False) -> None:
   """Model, ACT and training flags, defaulting to the given (paper) values."""
   flags.DEFINE_bool('act', True, 'Use Adaptive Computation Time (--act=false '
                     'trains the paper\'s no-ACT baseline).')
@@ -46,6 +47,15 @@ def define_flags(*, cell: str, hidden_size: int, batch_size: int,
       'halving down to this many rows, so a long pondering tail costs the '
       'rows it uses (0: never compact). Same maths either way; see '
       'vcrnn_jax.act.adaptive.', lower_bound=0)
+  _common.define_positive_int(
+      'ponder_slots', ponder_slots, 'With --loop=while: ponder-step carries '
+      'saved for the backward pass; up to this many steps are differentiated '
+      'without recomputation, and memory does not grow with M.')
+  flags.DEFINE_bool(
+      'save_residuals', save_residuals, 'With --loop=while: also save each '
+      'saved step\'s vjp residuals, so the backward pass does not re-run it. '
+      'Same maths; faster for short ponders of one-step sequences, slower '
+      'inside long sequences (BUILD_NOTES.md).')
   flags.DEFINE_enum('loop', 'while', ['while', 'scan'], 'ACT pondering loop: '
                     '"while" costs what it computes; "scan" is the masked '
                     'reference over all M steps.')
@@ -75,7 +85,8 @@ def model_config() -> act_tasks.ModelConfig:
       cell=FLAGS.cell, hidden_size=FLAGS.hidden_size, act=FLAGS.act,
       tau=FLAGS.tau, max_steps=FLAGS.max_steps, epsilon=FLAGS.epsilon,
       halting_bias=FLAGS.halting_bias, loop=FLAGS.loop,
-      compact_rows=FLAGS.compact_rows or None)
+      compact_rows=FLAGS.compact_rows or None,
+      checkpoints=FLAGS.ponder_slots, save_residuals=FLAGS.save_residuals)
 
 
 def train_config(name: str) -> TrainConfig:

@@ -121,7 +121,8 @@ def define_training_flags(*, steps: int, batch_size: int, learning_rate: float,
 # is trained.
 RESUMABLE_FLAGS = frozenset({
     'steps', 'eval_every', 'checkpoint_every', 'keep_checkpoints', 'workdir',
-    'loop', 'compact_rows', 'eval_batch_size', 'eval_batches', 'eval_windows',
+    'loop', 'compact_rows', 'ponder_slots', 'save_residuals',
+    'eval_batch_size', 'eval_batches', 'eval_windows',
     'data_dir', 'plot_ponder_bytes', 'difficulty_report'})
 
 RUN_FLAGS_FILENAME = 'flags.json'

@@ -279,6 +279,39 @@ def test_compacted_tail_equals_the_full_batch_loop(compact_rows):
   np.testing.assert_allclose(lj, lf, rtol=1e-12)
 
 
+@pytest.mark.parametrize('checkpoints', [3, 8])
+def test_saved_residuals_give_the_same_values_and_gradients(checkpoints):
+  # save_residuals only changes how the backward pass gets each step's
+  # linearisation. With 3 slots the long-pondering rows also take the
+  # thinned-slot path (steps recomputed from a slot); with 8 most fit.
+  batch = 6
+  inner = cells.lstm(H, param_dtype=jnp.float64)
+  make = lambda save: act.adaptive(inner, O, max_steps=20, epsilon=EPS,
+                                   halting_bias=-1.0, checkpoints=checkpoints,
+                                   save_residuals=save, param_dtype=jnp.float64)
+  saved, plain = make(True), make(False)
+  params = plain.init(jax.random.key(6), D)
+  params['halting']['kernel'] = params['halting']['kernel'] * 4.0
+  xs = jax.random.normal(jax.random.key(7), (batch, 3, D), jnp.float64)
+  lengths = jnp.array([3, 1, 2, 3, 3, 2])
+
+  def loss(params, cell):
+    state, out = unroll(cell, params, cell.initial_state(batch), xs, lengths)
+    return (jnp.sum(jnp.sin(out.output)) + jnp.sum(state.c ** 2)
+            + 0.01 * jnp.sum(act.ponder_cost(out))), out
+
+  grad = lambda cell: jax.jit(jax.value_and_grad(
+      lambda p: loss(p, cell), has_aux=True))(params)
+  (ls, os_), gs = grad(saved)
+  (lp, op), gp = grad(plain)
+  assert int(np.max(op.steps)) > 3    # Some rows outgrow 3 slots.
+  np.testing.assert_array_equal(os_.steps, op.steps)
+  np.testing.assert_allclose(ls, lp, rtol=1e-12)
+  jax.tree_util.tree_map(
+      lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12),
+      gs, gp)
+
+
 def test_jit_vmap_and_float32():
   inner = cells.gru(H)
   cell = act.adaptive(inner, O, max_steps=10)

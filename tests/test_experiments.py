@@ -83,8 +83,12 @@ def test_a_workdir_resumes_only_under_the_flags_that_made_it(tmp_path):
   assert 'difficulty.csv' in proc.stdout.splitlines()[-1]
   # The loop-cost diagnostic reads the same run through its flags.json.
   from benchmarks import ponder_tail
-  stats = ponder_tail.main([f'--workdir={workdir}', '--batches=3'])
+  stats = ponder_tail.main([f'--workdir={workdir}', '--batches=3',
+                            '--time=1'])
   assert 1 <= stats['mean_n'] <= stats['max_n'] <= 100
+  assert sorted(k for k in stats if k.startswith('ms[')) == sorted(
+      f'ms[{name}]' for name, _ in ponder_tail.LOOP_SETTINGS)
+  assert all(stats[f'ms[{name}]'] > 0 for name, _ in ponder_tail.LOOP_SETTINGS)
   assert 1 <= stats['loop_iterations'] <= 100     # one input step per vector
   assert 0 < stats['utilisation'] <= 1
 

@@ -33,6 +33,8 @@ class ModelConfig(NamedTuple):
   halting_bias: float = 1.0    # initial b_h (Eq. 5)
   loop: str = 'while'
   compact_rows: Optional[int] = None   # act.adaptive's tail compaction
+  checkpoints: int = 8         # act.adaptive's backward-pass carry slots
+  save_residuals: bool = False  # act.adaptive: keep vjp residuals in them
 
 
 def step_mask(mask: jax.Array) -> jax.Array:
@@ -59,7 +61,8 @@ def build_model(task, model: ModelConfig):
     cell = act_lib.adaptive(
         inner, task.output_size, max_steps=model.max_steps,
         epsilon=model.epsilon, halting_bias=model.halting_bias,
-        loop=model.loop, compact_rows=model.compact_rows)
+        loop=model.loop, compact_rows=model.compact_rows,
+        checkpoints=model.checkpoints, save_residuals=model.save_residuals)
     return sequence_model(cell)
   return sequence_model(inner, task.output_size)
 
