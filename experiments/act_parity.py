@@ -16,7 +16,8 @@ recurrence is unused and it is a one-hidden-layer feed-forward net).
 Results on a 2-core CPU (CPU-2 in BUILD_NOTES.md, which has the full logs):
 
 * This command (fresh clone and venv, idle machine): 4.9% sequence error at
-  90k steps, 1.8% at 110k and 1.0% at 300k (ponder 3.03), in 6 min 37 s.
+  90k steps, 1.8% at 110k and 1.0% at 300k (ponder 3.03), in 6 min 37 s
+  (6 min 9 s of training since it uses 4 backward slots with residuals).
   Error grows with the number of bits, from 0% up to 13 bits to 2-4% at
   57-64 bits. Seeds 1 and 2 end at 4.2% and 0.6%; seed 1 sits near chance
   longer and is below 5% only from ~240k steps.
