@@ -141,8 +141,8 @@ def main():
             f'{"mem(a) KiB":>11} {"mem(b) KiB":>11}')
   print(header)
   mems = {}
+  rows = args.compact_rows or None
   for m in ms:
-    rows = args.compact_rows or None
     t_a, mem_a, n_a = measure(
         *act_step(m, 'while', args.ponder, compact_rows=rows,
                   checkpoints=args.checkpoints,

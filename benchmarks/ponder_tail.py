@@ -37,13 +37,11 @@ import sys
 import time
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from vcrnn_jax import tasks
 from vcrnn_jax.training import act_tasks
-from vcrnn_jax.training.checkpoint import Checkpointer
-from vcrnn_jax.training.train import TrainConfig, TrainState, make_optimizer
+from vcrnn_jax.training.train import TrainConfig, restore_latest_params
 
 # The flag that only one task's factory takes, to recognise a binary's task.
 _TASK_MARKERS = {'bits': 'parity', 'num_gates': 'logic',
@@ -84,19 +82,7 @@ def restore_params(workdir: pathlib.Path, s: dict, experiment):
   config = TrainConfig(steps=1, batch_size=s['batch_size'],
                        learning_rate=s['learning_rate'],
                        grad_clip_norm=s.get('grad_clip_norm'))
-  tx = make_optimizer(config)
-  params = experiment.init(jax.random.PRNGKey(0))
-  target = TrainState(params, tx.init(params), jnp.zeros((), jnp.int32),
-                      jax.random.PRNGKey(0))
-  checkpointer = Checkpointer(workdir / 'checkpoints')
-  try:
-    restored = checkpointer.restore_latest(target)
-  finally:
-    checkpointer.close()
-  if restored is None:
-    raise ValueError(f'no checkpoint in {workdir / "checkpoints"}.')
-  step, state = restored
-  return step, state.params
+  return restore_latest_params(experiment, config, workdir)
 
 
 def tail_stats(steps: np.ndarray, valid: np.ndarray) -> dict:

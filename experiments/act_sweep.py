@@ -55,6 +55,7 @@ import pathlib
 from absl import flags
 
 from experiments import _common
+from vcrnn_jax import tasks
 from vcrnn_jax.analysis import plots
 from vcrnn_jax.analysis import sweep
 
@@ -77,8 +78,8 @@ flags.DEFINE_bool('plot_only', False, 'Only redraw the PNGs from results.csv '
                   'and difficulty.csv in --workdir; train nothing.')
 _common.define_positive_int('bits', None, 'Parity only: elements per input '
                             'vector (paper: 64).')
-flags.DEFINE_enum('layout', None, ['prefix', 'random'], 'Parity only: which '
-                  'k elements are non-zero (default: prefix; see '
+flags.DEFINE_enum('layout', None, list(tasks.parity.LAYOUTS), 'Parity only: '
+                  'which k elements are non-zero (default: prefix; see '
                   'experiments.act_parity --help).')
 flags.DEFINE_enum('cell', None, ['elman', 'gru', 'lstm'], 'Recurrent cell '
                   '(default: the paper\'s for --task).')

@@ -87,8 +87,9 @@ RUN_KEY = ('task', 'act', 'tau', 'seed')
 # 'difficulty_seq_len' is the sequence length of the paper's difficulty plots
 # (Fig. 10: length 5; Fig. 14: length 3); None lets the task choose.
 TASK_DEFAULTS: Mapping[str, Mapping[str, Any]] = {
-    'parity': dict(task_kwargs={'bits': 64, 'layout': 'prefix'}, cell='elman', hidden_size=128,
-                   batch_size=128, max_steps=100, learning_rate=1e-3,
+    'parity': dict(task_kwargs={'bits': 64, 'layout': 'prefix'},
+                   cell='elman', hidden_size=128, batch_size=128,
+                   max_steps=100, learning_rate=1e-3,
                    steps=100_000, eval_every=10_000, difficulty_seq_len=None),
     'logic': dict(task_kwargs={'max_len': 10, 'num_gates': 10}, cell='lstm',
                   hidden_size=128, batch_size=16, max_steps=100,

@@ -137,6 +137,39 @@ def _shard_batch(batch: Any, sharding: NamedSharding) -> Any:
   return jax.tree_util.tree_map(put, batch)
 
 
+def _initial_state(experiment: Experiment, config: TrainConfig):
+  """The optimizer and the step-0 :class:`TrainState` of ``config``."""
+  init_key, data_key = jax.random.split(jax.random.PRNGKey(config.seed))
+  tx = make_optimizer(config)
+  params = experiment.init(init_key)
+  return tx, TrainState(params, tx.init(params), jnp.zeros((), jnp.int32),
+                        data_key)
+
+
+def restore_latest_params(experiment: Experiment, config: TrainConfig,
+                          workdir) -> tuple[int, Any]:
+  """``(step, params)`` of the latest checkpoint a run in ``workdir`` saved.
+
+  ``config`` must describe the optimizer the run trained with (its state is
+  part of the checkpoint's structure); the steps and evaluation settings do
+  not matter.
+
+  Raises:
+    ValueError: ``workdir`` holds no checkpoint.
+  """
+  _, target = _initial_state(experiment, config)
+  directory = pathlib.Path(workdir) / 'checkpoints'
+  checkpointer = Checkpointer(directory)
+  try:
+    restored = checkpointer.restore_latest(target)
+  finally:
+    checkpointer.close()
+  if restored is None:
+    raise ValueError(f'no checkpoint in {directory}.')
+  step, state = restored
+  return step, TrainState(*state).params
+
+
 def train_and_evaluate(experiment: Experiment, config: TrainConfig,
                        workdir) -> TrainResult:
   """Trains ``experiment`` in ``workdir``, resuming from its latest checkpoint.
@@ -166,11 +199,7 @@ def train_and_evaluate(experiment: Experiment, config: TrainConfig,
   checkpoint_every = config.checkpoint_every or config.eval_every
   is_chief = jax.process_index() == 0
 
-  init_key, data_key = jax.random.split(jax.random.PRNGKey(config.seed))
-  tx = make_optimizer(config)
-  params = experiment.init(init_key)
-  state = TrainState(params, tx.init(params), jnp.zeros((), jnp.int32),
-                     data_key)
+  tx, state = _initial_state(experiment, config)
 
   checkpointer = Checkpointer(workdir / 'checkpoints',
                               max_to_keep=config.keep_checkpoints)
