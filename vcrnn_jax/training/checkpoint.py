@@ -49,6 +49,8 @@ import jax.numpy as jnp
 import numpy as np
 import orbax.checkpoint as ocp
 
+from vcrnn_jax.core import check_positive_int
+
 __all__ = ['Checkpointer']
 
 _LOG = logging.getLogger(__name__)
@@ -198,10 +200,7 @@ class Checkpointer:
     Raises:
       ValueError: if ``max_to_keep`` is not a positive integer.
     """
-    if (isinstance(max_to_keep, bool) or not isinstance(max_to_keep, int)
-        or max_to_keep < 1):
-      raise ValueError(
-          f'max_to_keep must be a positive integer, got {max_to_keep!r}')
+    max_to_keep = check_positive_int('max_to_keep', max_to_keep)
     _quiet_orbax_logging()
     self._directory = pathlib.Path(directory).absolute()
     self._directory.mkdir(parents=True, exist_ok=True)
@@ -216,6 +215,14 @@ class Checkpointer:
     )
     self._manager = ocp.CheckpointManager(
         self._directory, options=options, item_names=(_STATE_ITEM, _META_ITEM))
+    # Orbax removes those temporary directories on a background thread and
+    # waits for it only before its next save; waiting here makes "opened"
+    # mean "clean" (a restore or a listing right after open sees no debris).
+    # The method is private, so newer Orbax versions without it just skip.
+    await_cleanup = getattr(self._manager,
+                            '_maybe_await_cleanup_tmp_directory', None)
+    if await_cleanup is not None:
+      await_cleanup()
     self._closed = False
 
   @property
