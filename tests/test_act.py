@@ -7,7 +7,8 @@ import pytest
 
 from vcrnn_jax import act
 from vcrnn_jax import cells
-from vcrnn_jax.core import Cell
+from vcrnn_jax import loops
+from vcrnn_jax.core import Cell, Context, ignore_context
 from vcrnn_jax.unroll import unroll
 
 B, D, H, O = 5, 4, 6, 3
@@ -207,7 +208,8 @@ def test_inactive_rows_take_one_step_and_change_nothing_else(loop):
   keep = np.asarray(active)
 
   def loss(params, active):
-    _, out = cell.apply(params, cell.initial_state(B), x, active=active)
+    _, out = cell.apply(params, cell.initial_state(B), x,
+                        Context(active=active))
     w = jnp.asarray(keep, jnp.float64)
     return (jnp.sum(w[:, None] * jnp.sin(out.output))
             + 0.01 * jnp.sum(w * out.ponder)), out
@@ -225,27 +227,27 @@ def test_inactive_rows_take_one_step_and_change_nothing_else(loop):
       g_some, g_all)
 
 
-def test_unroll_passes_the_padding_mask_to_cells_that_take_it():
+def test_unroll_passes_the_padding_mask_in_the_context():
   seen = []
 
-  def apply(params, state, x, active=None):
-    seen.append(active)
+  def apply(params, state, x, context=None):
+    seen.append(context)
     return state, x
 
   cell = Cell(lambda key, n: {}, lambda b: jnp.zeros((b, 1)), apply)
   xs = jnp.ones((2, 3, 1))
   unroll(cell, {}, cell.initial_state(2), xs, jnp.array([3, 1]))
-  assert seen and all(a is not None for a in seen)
+  assert seen and all(c.active is not None for c in seen)
   seen.clear()
   unroll(cell, {}, cell.initial_state(2), xs)      # No lengths: no mask.
-  assert seen and all(a is None for a in seen)
+  assert seen and all(c.active is None for c in seen)
 
 
 @pytest.mark.parametrize('compact_rows', [2, 5])
 def test_compacted_tail_equals_the_full_batch_loop(compact_rows):
   # 24 rows halting at widely different steps, with padding: the loop runs
   # on 24 rows, then 12, then 6 (and 3, 2 when compact_rows=2) rows.
-  assert act._stage_sizes((24,), compact_rows) == (
+  assert loops.stage_sizes((24,), compact_rows) == (
       (24, 12, 6, 3, 2) if compact_rows == 2 else (24, 12, 6))
   batch = 24
   inner = cells.lstm(H, param_dtype=jnp.float64)
@@ -387,7 +389,8 @@ def test_gradient_wrt_every_halting_activation_is_eq_19_and_20():
     s, y = inner.apply(params, s, x)
     return (s, count + 1.0), y
 
-  counting = Cell(init, initial_state, apply)
+  # A hand-written three-argument cell joins the protocol by adaptation.
+  counting = ignore_context(Cell(init, initial_state, apply))
   feats = lambda state, y: jnp.concatenate(
       [y, jax.nn.one_hot((state[1][:, 0] - 1).astype(jnp.int32), m,
                          dtype=y.dtype)], -1)

@@ -8,6 +8,7 @@ import pytest
 from vcrnn_jax import act, cells, tasks
 from vcrnn_jax.models import sequence_model
 from vcrnn_jax.training import act_lm, act_tasks
+from vcrnn_jax.training.train import StepInfo
 from vcrnn_jax.unroll import unroll
 
 
@@ -54,8 +55,9 @@ def test_task_experiment_loss_adds_tau_times_ponder_cost():
   exp0 = act_tasks.task_experiment(task, base, batch_size=4)
   exp1 = act_tasks.task_experiment(task, base._replace(tau=0.5), batch_size=4)
   params = exp0.init(jax.random.PRNGKey(1))
-  l0, m0 = exp0.loss(params, batch)
-  l1, m1 = exp1.loss(params, batch)
+  info = StepInfo(jax.random.PRNGKey(2), jnp.zeros((), jnp.int32))
+  l0, m0 = exp0.loss(params, batch, info)
+  l1, m1 = exp1.loss(params, batch, info)
   valid, _ = act_tasks.step_mask(batch.mask)
   ponder_per_seq = m0['ponder'] * jnp.sum(valid) / 4   # mean of P(x), Eq. 11
   np.testing.assert_allclose(l1 - l0, 0.5 * ponder_per_seq, rtol=1e-5)
@@ -68,28 +70,31 @@ def test_build_model_rejects_unknown_cell():
                           act_tasks.ModelConfig(cell='transformer'))
 
 
-def test_lm_experiment_bits_per_character_and_ponder_over_text():
+def test_act_lm_task_bits_per_character_and_ponder_over_text():
   rng = np.random.default_rng(0)
   stream = rng.integers(0, 256, 400).astype(np.int32)
   model = act_tasks.ModelConfig(cell='lstm', hidden_size=8, act=True,
                                 tau=0.01, max_steps=4)
-  exp = act_lm.lm_experiment(stream[:300], stream[300:], model, batch_size=4,
-                             seq_len=10, eval_windows=8)
+  task = act_lm.lm_task(stream[:300], stream[300:], model, batch_size=4,
+                        seq_len=10, eval_windows=8)
+  exp = task.experiment
   params = exp.init(jax.random.PRNGKey(0))
-  batch = exp.sample(jax.random.PRNGKey(1))
+  batch = exp.sample(jax.random.PRNGKey(1), jnp.int32(0))
   assert batch.windows.shape == (4, 11)
-  loss, metrics = exp.loss(params, batch)
+  info = StepInfo(jax.random.PRNGKey(2), jnp.zeros((), jnp.int32))
+  loss, metrics = exp.loss(params, batch, info)
   # An untrained net predicts ~uniformly over 256 bytes: ~8 bits per char.
   assert 7.0 < float(metrics['bpc']) < 9.0
   assert float(loss) > 10 * 7.0 * np.log(2)
-  results = exp.evaluate(params)
+  results = exp.evaluate(params, 0)
   assert 7.0 < results['bpc'] < 9.0 and results['ponder'] >= 1.0
-  ponder = act_lm.ponder_over_text(params, model, stream[:21])
+  assert results['perplexity'] == pytest.approx(2 ** results['bpc'])
+  ponder = act_lm.ponder_over_text(task, params, stream[:21])
   assert ponder.shape == (20,) and np.all(ponder >= 1.0)
 
 
-def test_lm_experiment_rejects_a_split_shorter_than_a_window():
+def test_act_lm_task_rejects_a_split_shorter_than_a_window():
   model = act_tasks.ModelConfig(cell='lstm', hidden_size=8)
-  with pytest.raises(ValueError, match='valid split has 5 bytes'):
-    act_lm.lm_experiment(np.zeros(100, np.int32), np.zeros(5, np.int32),
-                         model, batch_size=2, seq_len=10)
+  with pytest.raises(ValueError, match='valid split has 5 symbols'):
+    act_lm.lm_task(np.zeros(100, np.int32), np.zeros(5, np.int32),
+                   model, batch_size=2, seq_len=10)

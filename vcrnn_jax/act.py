@@ -11,7 +11,9 @@ import jax
 import jax.numpy as jnp
 
 from vcrnn_jax import loops
-from vcrnn_jax.core import Cell, check_positive_int
+from vcrnn_jax.cells import _common
+from vcrnn_jax.core import (Cell, as_context, cell_output, check_positive_int,
+                            param_dtype_of)
 
 
 class ACTOutput(NamedTuple):
@@ -22,15 +24,14 @@ class ACTOutput(NamedTuple):
   remainder: jax.Array  # [batch] R(t) (Eq. 8)
 
 
-class _Carry(NamedTuple):
+class _Rows(NamedTuple):
+  """Per-row carry of the pondering loop (the loop adds ``running`` and n)."""
   state: Any            # s_t^{n}: the latest intermediate state
   acc_state: Any        # sum_n p_t^n s_t^n so far
   acc_output: jax.Array  # sum_n p_t^n y_t^n so far
   cum_halt: jax.Array   # sum of h_t^n over the steps that did not halt
   steps: jax.Array      # int32 N(t) so far
   remainder: jax.Array  # R(t), set on the halting step
-  running: jax.Array    # bool, still pondering
-  n: jax.Array          # int32 scalar, ponder steps taken
 
 
 def _default_halt_features(state, y):
@@ -40,16 +41,6 @@ def _default_halt_features(state, y):
 
 def _bcast(v, a):
   return v.reshape(v.shape + (1,) * (a.ndim - v.ndim)).astype(a.dtype)
-
-
-def _stage_sizes(batch_shape, compact_rows) -> tuple[int, ...]:
-  """Batch sizes of the compacted while loop: halving, down to compact_rows."""
-  if compact_rows is None or len(batch_shape) != 1:
-    return tuple(batch_shape[:1]) or (1,)
-  sizes = [batch_shape[0]]
-  while (sizes[-1] + 1) // 2 >= compact_rows:
-    sizes.append((sizes[-1] + 1) // 2)
-  return tuple(sizes)
 
 
 def adaptive(
@@ -65,7 +56,7 @@ def adaptive(
     save_residuals: bool = False,
     compact_rows: Optional[int] = None,
     kernel_init: Any = jax.nn.initializers.glorot_uniform(),
-    param_dtype: Any = jnp.float32,
+    param_dtype: Any = None,
 ) -> Cell:
   r"""Wraps ``cell`` with Adaptive Computation Time (ACT paper, Section 2).
 
@@ -108,7 +99,8 @@ def adaptive(
     cell: any cell of the protocol (Elman, GRU, LSTM, RHN, ...).
     output_size: size of ``y_t``.
     max_steps: ``M`` of Eq. 13 (paper: 100; 20 for addition).
-    epsilon: ``epsilon`` of Eq. 7 (paper: 0.01).
+    epsilon: ``epsilon`` of Eq. 7 (paper: 0.01), in ``(0, 1)``: with 0 no
+      row could halt after one step, which is what it exists for.
     halting_bias: initial ``b_h`` (paper: 1).
     halt_features: ``(state, y) -> [batch, F]`` features the halting unit
       reads; defaults to ``y``.
@@ -121,11 +113,10 @@ def adaptive(
       ``compact_rows`` rows; the results are scattered back. A step then
       costs about the rows that actually ponder rather than the whole batch
       times the slowest row's N. Values and gradients equal those of
-      ``compact_rows=None`` up to float rounding. It pays when a few rows
-      ponder much longer than the rest (on CPU: 1.7x faster gradient steps
-      for a trained logic net, 2.5x for parity at tau=0.001) and costs a few
-      percent when rows halt together (BUILD_NOTES.md), hence off by
-      default.
+      ``compact_rows=None`` up to float rounding
+      (:func:`vcrnn_jax.loops.halting_loop`). It pays when a few rows ponder
+      much longer than the rest and costs a little when rows halt together
+      (BUILD_NOTES.md has the measurements), hence off by default.
     checkpoints: carries the ``'while'`` loop stores for its backward pass
       (memory is independent of ``max_steps``; see :mod:`vcrnn_jax.loops`).
       Up to this many ponder steps are differentiated without recomputation;
@@ -133,14 +124,13 @@ def adaptive(
     save_residuals: with ``loop='while'``, also store each saved step's
       ``jax.vjp`` residuals, so the backward pass does not re-run those
       steps (:func:`vcrnn_jax.loops.bounded_while_loop`). Same values and
-      gradients. It pays for one-step sequences that ponder a few steps
-      (trained parity net on CPU: gradient steps 1.17x faster with
-      ``checkpoints=4``, 1.10x with 8) and costs inside a time
-      ``lax.scan``, whose backward saves the slots per time step (trained
-      logic net: 0.74x with 4 slots, 0.92x with 8); BUILD_NOTES.md has the
-      commands.
+      gradients. It pays for one-step sequences that ponder a few steps and
+      costs inside a time ``lax.scan``, whose backward pass saves the slots
+      per time step (BUILD_NOTES.md has the measurements).
     kernel_init: initialiser of ``W_y`` and ``W_h``.
-    param_dtype: dtype of the ACT params.
+    param_dtype: dtype of the ACT params; None (default) follows the wrapped
+      cell's params, so ``adaptive(cells.gru(8, param_dtype=jnp.bfloat16),
+      ...)`` is bfloat16 throughout.
 
   Params: ``{'cell': <wrapped cell params, input_size + 1>, 'output':
   {'kernel': [Y, output_size], 'bias': [output_size]}, 'halting': {'kernel':
@@ -166,128 +156,105 @@ def adaptive(
   checkpoints = check_positive_int('checkpoints', checkpoints)
   if compact_rows is not None:
     compact_rows = check_positive_int('compact_rows', compact_rows)
-  if not 0.0 <= epsilon < 1.0:
-    raise ValueError(f'epsilon must be in [0, 1), got {epsilon!r}.')
+  if not 0.0 < epsilon < 1.0:
+    raise ValueError(f'epsilon must be in (0, 1), got {epsilon!r}.')
   if loop not in ('while', 'scan'):
     raise ValueError(f"loop must be 'while' or 'scan', got {loop!r}.")
   feats = halt_features or _default_halt_features
 
-  def _shapes(cell_params, input_size):
+  def _shapes(cell_params, input_size, dtype):
     state = cell.initial_state(1)
-    x = jnp.zeros((1, input_size + 1), param_dtype)
+    x = jnp.zeros((1, input_size + 1), dtype)
     new_state, y = jax.eval_shape(cell.apply, cell_params, state, x)
+    y = cell_output(y)
     return y.shape[-1], jax.eval_shape(feats, new_state, y).shape[-1]
 
   def init(key, input_size):
     input_size = check_positive_int('input_size', input_size)
     k_cell, k_out, k_halt = jax.random.split(key, 3)
     cell_params = cell.init(k_cell, input_size + 1)
-    y_size, f_size = _shapes(cell_params, input_size)
+    dtype = param_dtype or param_dtype_of(cell_params)
+    y_size, f_size = _shapes(cell_params, input_size, dtype)
     return {
         'cell': cell_params,
         'output': {
-            'kernel': kernel_init(k_out, (y_size, output_size), param_dtype),
-            'bias': jnp.zeros((output_size,), param_dtype),
+            'kernel': _common.initialize(kernel_init, k_out,
+                                         (y_size, output_size), dtype),
+            'bias': jnp.zeros((output_size,), dtype),
         },
         'halting': {
-            'kernel': kernel_init(k_halt, (f_size, 1), param_dtype),
-            'bias': jnp.full((1,), halting_bias, param_dtype),
+            'kernel': _common.initialize(kernel_init, k_halt, (f_size, 1),
+                                         dtype),
+            'bias': jnp.full((1,), halting_bias, dtype),
         },
     }
 
-  def _body(args, c: _Carry) -> _Carry:
-    params, x, active = args
-    flag = jnp.broadcast_to((c.n == 0).astype(x.dtype), x.shape[:-1] + (1,))
-    new_state, y = cell.apply(params['cell'], c.state, jnp.concatenate(
-        [x, flag], axis=-1))                                          # (3)
+  def _body(shared, inputs, r: _Rows, running, n):
+    params, context = shared
+    x, active = inputs
+    flag = jnp.broadcast_to((n == 0).astype(x.dtype), x.shape[:-1] + (1,))
+    # Halted rows are frozen below; telling the cell lets an adaptive inner
+    # cell (EI-REHN) skip their work.
+    new_state, y = cell.apply(
+        params['cell'], r.state, jnp.concatenate([x, flag], axis=-1),
+        context._replace(active=running & active))                    # (3)
+    y = cell_output(y)
     out = y @ params['output']['kernel'] + params['output']['bias']   # (4)
     h = jax.nn.sigmoid(
         feats(new_state, y) @ params['halting']['kernel']
         + params['halting']['bias'])[..., 0]                          # (5)
     # Comparisons carry no gradient, so N(t) is a constant (Sec. 2.2).
-    halts = (c.cum_halt + h >= 1.0 - epsilon) | (c.n + 1 >= max_steps)  # (13)
-    # Inactive rows (padding) halt at n=1 so they never extend the loop.
-    halts = halts | ~active
-    p = jnp.where(halts, 1.0 - c.cum_halt, h)                         # (6, 8)
-    w = jnp.where(c.running, p, 0.0)
+    halts = (r.cum_halt + h >= 1.0 - epsilon) | (n + 1 >= max_steps)  # (13)
+    # Inactive rows (padding) halt at n=1 so they never extend the loop, and
+    # so does a row whose halting value is not finite (NaN would otherwise
+    # keep it, and the whole batch, pondering to M).
+    halts = halts | ~active | ~jnp.isfinite(h)
+    p = jnp.where(halts, 1.0 - r.cum_halt, h)                         # (6, 8)
+    w = jnp.where(running, p, 0.0)
     acc_state = jax.tree_util.tree_map(
-        lambda acc, s: acc + _bcast(w, s) * s, c.acc_state, new_state)  # (9)
-    acc_output = c.acc_output + _bcast(w, out) * out                  # (9)
-    stops = c.running & halts
+        lambda acc, s: acc + _bcast(w, s) * s, r.acc_state, new_state)  # (9)
+    acc_output = r.acc_output + _bcast(w, out) * out                  # (9)
+    stops = running & halts
     # Halted rows keep their last state so nothing grows in padded steps.
     state = jax.tree_util.tree_map(
-        lambda s_new, s_old: jnp.where(_bcast(c.running, s_new), s_new, s_old),
-        new_state, c.state)
-    return _Carry(
+        lambda s_new, s_old: jnp.where(_bcast(running, s_new), s_new, s_old),
+        new_state, r.state)
+    rows = _Rows(
         state=state,
         acc_state=acc_state,
         acc_output=acc_output,
-        cum_halt=jnp.where(c.running & ~halts, c.cum_halt + h, c.cum_halt),
-        steps=c.steps + c.running.astype(jnp.int32),
-        remainder=jnp.where(stops, 1.0 - c.cum_halt, c.remainder),
-        running=c.running & ~halts,
-        n=c.n + 1,
+        cum_halt=jnp.where(running & ~halts, r.cum_halt + h, r.cum_halt),
+        steps=r.steps + running.astype(jnp.int32),
+        remainder=jnp.where(stops, 1.0 - r.cum_halt, r.remainder),
     )
+    return rows, running & ~halts
 
-  def _cond(c: _Carry) -> jax.Array:
-    return jnp.any(c.running)
-
-  def _compacted_while(params, x, active, carry, sizes):
-    """The while loop on ``sizes[0]`` rows, then on the pondering rows."""
-    rest = sizes[1] if len(sizes) > 1 else 0
-
-    def cond(c):
-      return jnp.sum(c.running.astype(jnp.int32)) > rest
-
-    carry, _ = loops.bounded_while_loop(
-        cond, _body, (params, x, active), carry, max_steps=max_steps,
-        checkpoints=checkpoints, save_residuals=save_residuals)
-    if len(sizes) == 1:
-      return carry
-
-    def on_fewer_rows(carry):
-      # At most ``rest`` rows still ponder: gather them (and some halted
-      # rows, which stay frozen) into a batch of ``rest`` rows. Halted rows
-      # are never touched again, so scattering the smaller batch back is
-      # exact.
-      rows = jnp.argsort((~carry.running).astype(jnp.int32),
-                         stable=True)[:rest]
-      take = lambda a: jnp.take(a, rows, axis=0)
-      sub = jax.tree_util.tree_map(take, carry._replace(n=None))
-      sub = _compacted_while(params, take(x), take(active),
-                             sub._replace(n=carry.n), sizes[1:])
-      merged = jax.tree_util.tree_map(lambda a, b: a.at[rows].set(b),
-                                      carry._replace(n=None),
-                                      sub._replace(n=None))
-      return merged._replace(n=sub.n)
-
-    # Usually every row has halted by now: skip the gathers then.
-    return jax.lax.cond(jnp.any(carry.running), on_fewer_rows,
-                        lambda carry: carry, carry)
-
-  def apply(params, state, x, active=None):
+  def apply(params, state, x, context=None):
+    context = as_context(context)
+    dtype = params['output']['kernel'].dtype
+    if x.ndim < 1:
+      raise ValueError(f'adaptive.apply: x must be [batch, input_size], got '
+                       f'shape {tuple(x.shape)}.')
+    x = x.astype(dtype) if x.dtype != dtype else x
     batch_shape = x.shape[:-1]
     # ``active`` ([batch] bool, optional): rows whose result the caller will
     # discard (e.g. padded steps in ``unroll``) take exactly one step.
-    active = (jnp.ones(batch_shape, bool) if active is None
-              else jnp.broadcast_to(jnp.asarray(active, bool), batch_shape))
-    dtype = params['output']['kernel'].dtype
-    init_carry = _Carry(
+    active = (jnp.ones(batch_shape, bool) if context.active is None
+              else jnp.broadcast_to(jnp.asarray(context.active, bool),
+                                    batch_shape))
+    rows = _Rows(
         state=state,
         acc_state=jax.tree_util.tree_map(jnp.zeros_like, state),
         acc_output=jnp.zeros(batch_shape + (output_size,), dtype),
         cum_halt=jnp.zeros(batch_shape, dtype),
         steps=jnp.zeros(batch_shape, jnp.int32),
         remainder=jnp.zeros(batch_shape, dtype),
-        running=jnp.ones(batch_shape, bool),
-        n=jnp.zeros((), jnp.int32),
     )
-    if loop == 'while':
-      sizes = _stage_sizes(batch_shape, compact_rows)
-      final = _compacted_while(params, x, active, init_carry, sizes)
-    else:
-      final, _ = loops.masked_scan_loop(
-          _cond, _body, (params, x, active), init_carry, max_steps=max_steps)
+    final, _ = loops.halting_loop(
+        _body, (params, context._replace(active=None)), (x, active), rows,
+        jnp.ones(batch_shape, bool), max_steps=max_steps, loop=loop,
+        checkpoints=checkpoints, save_residuals=save_residuals,
+        compact_rows=compact_rows)
     ponder = final.steps.astype(dtype) + final.remainder              # (10)
     return final.acc_state, ACTOutput(
         output=final.acc_output, ponder=ponder, steps=final.steps,
@@ -302,13 +269,21 @@ def ponder_cost(out: ACTOutput, mask: Optional[jax.Array] = None) -> jax.Array:
   Args:
     out: an :class:`ACTOutput`, either of one step (``ponder: [batch]``) or
       of a sequence from :func:`vcrnn_jax.unroll` (``ponder: [batch, time]``).
-    mask: optional ``[batch, time]`` weights; padded steps (mask 0) cost
-      nothing.
+    mask: optional weights of the ponder's shape (``[batch]`` or ``[batch,
+      time]``); padded steps (mask 0) cost nothing.
 
   Returns:
     ``[batch]`` ponder cost; the training loss adds ``tau * P(x)`` (Eq. 12).
+
+  Raises:
+    ValueError: ``mask`` does not have the ponder's shape (a silent
+      broadcast would weight the wrong steps).
   """
   ponder = out.ponder
+  if mask is not None and tuple(jnp.shape(mask)) != tuple(ponder.shape):
+    raise ValueError(
+        f'ponder_cost: mask must have the shape of the ponder '
+        f'{tuple(ponder.shape)}, got {tuple(jnp.shape(mask))}.')
   if ponder.ndim == 1:
     return ponder if mask is None else ponder * mask
   if mask is not None:

@@ -11,25 +11,62 @@ pure functions produced by a factory that closes over the hyperparameters::
 * ``init(key, input_size) -> params``: a pytree (nested dict) of arrays whose names
   and shapes each factory documents. Checkpoints depend on those names.
 * ``initial_state(batch_size) -> state``: a NamedTuple of zero arrays ``[batch, ...]``.
-* ``apply(params, state, x) -> (state, y)``: one time step, carry first as in
-  ``lax.scan``; ``x`` is ``[batch, input_size]``. Per-step extras of adaptive cells
-  (ponder, depth, computation used) come back inside ``y`` as a NamedTuple.
-  A cell with data-dependent work may also take an optional keyword
-  ``active`` (``[batch]`` bool): rows whose results the caller discards, so
-  the cell may do the least work for them. ``unroll`` passes it for padded
-  steps; ACT uses it to stop padded rows from pondering.
+* ``apply(params, state, x, context=None) -> (state, y)``: one time step, carry
+  first as in ``lax.scan``; ``x`` is ``[batch, input_size]``.
+
+**Extras in: the context.** What a caller knows besides params, state and input
+reaches every cell the same way, as one optional :class:`Context` argument,
+and a cell ignores the fields it does not use (as optax's
+``GradientTransformationExtraArgs`` forwards extra keywords):
+
+* ``active`` (``[batch]`` bool): rows whose results the caller discards, so the
+  cell may do the least work for them. :func:`vcrnn_jax.unroll` sets it on
+  padded steps; ACT halts those rows after one step and EI-REHN gives them no
+  depth.
+* ``step`` (int32 scalar): the training step, for step-dependent
+  hyperparameters (VCRNN's sharpness schedule). It is an array, so a new step
+  never recompiles.
+* ``key`` (PRNG key): randomness of this sequence. A cell with dropout draws its
+  masks from it; since the same key reaches every time step, the masks are
+  shared over time (variational dropout). ``None`` means deterministic
+  (evaluation). Wrappers and stacks that hold several cells give each its own
+  stream with :func:`fold_in`.
+
+Every cell of this library takes ``context`` and works with ``context=None``.
+A cell written elsewhere with a three-argument ``apply`` joins the protocol
+through :func:`ignore_context`.
+
+**Extras out: structured outputs.** ``y`` is either an array ``[batch, F]``, or
+a ``NamedTuple`` whose field ``output`` is that array and whose other fields
+carry per-step extras (ACT's ponder, VC's ``m_t``, EI-REHN's realized depth).
+Readouts, wrappers and :func:`vcrnn_jax.sequence_model` read ``y`` through
+:func:`cell_output`, so any wrapper takes any cell, ACT around ACT included.
 
 Every function is pure: no globals, no Python side effects, no hidden randomness,
 so cells compose with ``jit``, ``vmap``, ``grad``, ``lax.scan`` and sharding.
 """
 
-from typing import Any, Callable, NamedTuple
+import operator
+from typing import Any, Callable, NamedTuple, Optional
 
 import jax
+import jax.numpy as jnp
+import numpy as np
 
 PyTree = Any
 Params = Any
 State = Any
+
+
+class Context(NamedTuple):
+  """Optional extras a caller passes to ``Cell.apply`` (see module docstring).
+
+  A ``NamedTuple`` of arrays (``None`` fields are empty pytrees), so it passes
+  through ``jit``, ``vmap`` and ``lax.scan`` like any other argument.
+  """
+  active: Optional[jax.Array] = None  # [batch] bool: False rows are discarded
+  step: Optional[jax.Array] = None    # int32 scalar: the training step
+  key: Optional[jax.Array] = None     # PRNG key of this sequence; None: no noise
 
 
 class Cell(NamedTuple):
@@ -37,19 +74,120 @@ class Cell(NamedTuple):
 
   init: Callable[[jax.Array, int], Params]
   initial_state: Callable[[int], State]
-  apply: Callable[[Params, State, jax.Array], tuple[State, Any]]
+  apply: Callable[..., tuple[State, Any]]  # (params, state, x, context=None)
+
+
+def as_context(context: Optional[Context]) -> Context:
+  """``context``, or an empty :class:`Context` for ``None``."""
+  if context is None:
+    return Context()
+  if not isinstance(context, Context):
+    raise ValueError(
+        'context must be a vcrnn_jax.core.Context or None, got '
+        f'{type(context).__name__}.')
+  return context
+
+
+def fold_in(context: Optional[Context], data: int) -> Context:
+  """``context`` with its key replaced by ``fold_in(key, data)`` (if any).
+
+  Gives each of several cells that share a context (the layers of a stack,
+  the parts of a wrapper) its own random stream.
+  """
+  context = as_context(context)
+  if context.key is None:
+    return context
+  return context._replace(key=jax.random.fold_in(context.key, data))
+
+
+def ignore_context(cell: Cell) -> Cell:
+  """Adapts a cell whose ``apply(params, state, x)`` has no ``context``.
+
+  The adapted cell takes and ignores ``context`` (it then always does the full
+  work for padded rows, as :func:`vcrnn_jax.unroll` discards them anyway).
+  """
+  apply = cell.apply
+
+  def apply_with_context(params, state, x, context=None):
+    del context  # The wrapped cell uses none of it.
+    return apply(params, state, x)
+
+  return cell._replace(apply=apply_with_context)
+
+
+def cell_output(y: Any) -> jax.Array:
+  """The array that readouts and wrappers read from a per-step output ``y``.
+
+  ``y`` itself when it is an array; ``y.output`` when it is a structured
+  output (see module docstring).
+
+  Raises:
+    ValueError: ``y`` is neither an array nor has an ``output`` array.
+  """
+  if isinstance(y, (jax.Array, np.ndarray)) or hasattr(y, 'shape'):
+    return y
+  out = getattr(y, 'output', None)
+  if out is None or not hasattr(out, 'shape'):
+    raise ValueError(
+        'a cell\'s per-step output must be an array or a NamedTuple with an '
+        f'`output` array field (vcrnn_jax.core), got {type(y).__name__}.')
+  return out
 
 
 def check_positive_int(name: str, value: Any) -> int:
-  """Returns ``value`` as an int, or raises ``ValueError`` naming the argument."""
-  if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+  """Returns ``value`` as an int, or raises ``ValueError`` naming the argument.
+
+  Python, NumPy and concrete JAX integers are accepted (``np.int64(8)``);
+  booleans, floats and non-positive values are not.
+  """
+  if isinstance(value, (bool, np.bool_)):
     raise ValueError(f'{name} must be a positive integer, got {value!r}.')
-  return value
-
-
-def check_input(x: jax.Array, input_size: int, cell_name: str) -> None:
-  """Raises ``ValueError`` unless ``x`` is ``[batch, input_size]``."""
-  if x.ndim != 2 or x.shape[-1] != input_size:
+  try:
+    as_int = operator.index(value)
+  except TypeError:
     raise ValueError(
-        f'{cell_name}.apply: x must have shape [batch, {input_size}] (the '
-        f'input_size given to init), got shape {tuple(x.shape)}.')
+        f'{name} must be a positive integer, got {value!r}.') from None
+  if as_int < 1:
+    raise ValueError(f'{name} must be a positive integer, got {value!r}.')
+  return as_int
+
+
+def param_dtype_of(params: Params) -> Any:
+  """The dtype of the first floating-point leaf of ``params`` (float32 if none)."""
+  for leaf in jax.tree_util.tree_leaves(params):
+    if jnp.issubdtype(leaf.dtype, jnp.floating):
+      return leaf.dtype
+  return jnp.dtype(jnp.float32)
+
+
+def check_apply_args(name: str, input_size: int, state: State,
+                     x: jax.Array, dtype: Any) -> jax.Array:
+  """Checks one ``apply`` call's shapes and dtypes; returns ``x`` in ``dtype``.
+
+  Every cell of the library computes in its params' ``dtype``: ``x`` is cast
+  to it (as ``flax.linen`` promotes inputs to the param dtype), while a state
+  of another floating dtype is an error, since ``lax.scan`` needs a carry that
+  keeps its type.
+
+  Raises:
+    ValueError: ``x`` is not ``[batch, input_size]``, a state leaf's batch
+      differs from ``x``'s, or a floating state leaf is not ``dtype``.
+  """
+  if x.ndim != 2 or x.shape[-1] != input_size:
+    hint = (' (unroll runs a cell over a [batch, time, features] sequence)'
+            if x.ndim == 3 else '')
+    raise ValueError(
+        f'{name}.apply: x must have shape [batch, {input_size}] (input_size '
+        f'from the params), got shape {tuple(x.shape)}{hint}.')
+  for leaf in jax.tree_util.tree_leaves(state):
+    if leaf.ndim < 1 or leaf.shape[0] != x.shape[0]:
+      raise ValueError(
+          f'{name}.apply: the state has batch {leaf.shape[:1]} but x has '
+          f'batch {x.shape[0]}; build it with initial_state({x.shape[0]}).')
+    if (jnp.issubdtype(leaf.dtype, jnp.floating)
+        and leaf.dtype != jnp.dtype(dtype)):
+      raise ValueError(
+          f'{name}.apply: the state is {leaf.dtype} but the params are '
+          f'{jnp.dtype(dtype)}; build the state with the cell\'s '
+          'initial_state (or cast it).')
+  return x.astype(dtype) if x.dtype != dtype else x

@@ -9,8 +9,11 @@ loop takes. :func:`bounded_while_loop` is a ``while_loop`` with a
 pass took and whose saved state never exceeds ``checkpoints`` slots, whatever
 ``max_steps`` is. :func:`masked_scan_loop` is the masked ``lax.scan`` with the
 same signature, kept as the reference the tests compare against.
+:func:`halting_loop` drives a batch of rows that halt one by one on top of
+either (the loop ACT's pondering and EI-REHN's elastic depth share), with an
+optional compaction of the rows that still run.
 
-Both take the loop as two pure functions::
+The first two take the loop as two pure functions::
 
   cond_fun(carry) -> scalar bool      # e.g. jnp.any(carry.running)
   body_fun(params, carry) -> carry    # same pytree, shapes and dtypes
@@ -23,7 +26,7 @@ and get gradients too, but passing differentiable values explicitly is clearer.
 """
 
 import functools
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, NamedTuple, Optional
 
 import jax
 from jax import lax
@@ -97,10 +100,8 @@ def bounded_while_loop(
     residuals (two to three carries' worth for a tanh RNN cell), and the
     buffers are copied whole wherever they are saved (per time step inside a
     ``lax.scan``), so it pays off only for matmul-bound bodies (large hidden
-    size, small batch). On a 2-core CPU the ACT parity cell (Elman 128,
-    batch 128, 3 ponder steps) trained no faster with it, within noise, and
-    needed 2-3x the temporary memory; inside a time ``lax.scan`` with 16 slots
-    it was slower. Hence the default. It relies on ``jax.vjp`` returning a
+    size, small batch, few slots); BUILD_NOTES.md has the measurements.
+    Hence off by default. It relies on ``jax.vjp`` returning a
     pytree of its residuals; where a JAX version does not, it falls back to
     carries only.
 
@@ -207,6 +208,134 @@ def masked_scan_loop(
   init = (traced.carry, jnp.zeros((), jnp.int32), jnp.ones((), jnp.bool_))
   (carry, num_steps, _), _ = lax.scan(step, init, None, length=max_steps)
   return carry, num_steps
+
+
+class HaltingCarry(NamedTuple):
+  """The carry of :func:`halting_loop`."""
+  rows: PyTree          # per-row carry, every leaf [batch, ...]
+  running: jax.Array    # [batch] bool: rows still computing
+  n: jax.Array          # int32 scalar: steps taken so far
+
+
+def stage_sizes(batch_shape: tuple, compact_rows: Any) -> tuple[int, ...]:
+  """Batch sizes of :func:`halting_loop`'s stages: halving to ``compact_rows``.
+
+  ``(batch,)`` when ``compact_rows`` is None or the batch is not 1-D. A stage
+  is added only while halving still shrinks the batch, so every
+  ``compact_rows >= 1`` ends (``compact_rows=1`` halves down to one row).
+  """
+  if compact_rows is None or len(batch_shape) != 1:
+    return tuple(batch_shape[:1]) or (1,)
+  compact_rows = check_positive_int('compact_rows', compact_rows)
+  sizes = [batch_shape[0]]
+  while (sizes[-1] + 1) // 2 >= compact_rows and (sizes[-1] + 1) // 2 < sizes[-1]:
+    sizes.append((sizes[-1] + 1) // 2)
+  return tuple(sizes)
+
+
+def halting_loop(
+    body_fun: Callable[..., tuple[PyTree, jax.Array]],
+    params: PyTree,
+    inputs: PyTree,
+    rows: PyTree,
+    running: jax.Array,
+    *,
+    max_steps: int,
+    loop: str = 'while',
+    checkpoints: int = 8,
+    save_residuals: bool = False,
+    compact_rows: Optional[int] = None,
+) -> tuple[PyTree, jax.Array]:
+  """Steps a batch of rows until every row has halted: ACT pondering, EI-REHN depth.
+
+  Runs ``rows, running = body_fun(params, inputs, rows, running, n)`` for
+  ``n = 0, 1, ...`` while any row is running and ``n < max_steps``.
+
+  The paper-specific maths lives in ``body_fun``; this driver owns the loop:
+  ``loop='while'`` runs :func:`bounded_while_loop` (time and memory follow the
+  steps taken; reverse-mode gradients), ``loop='scan'`` the
+  :func:`masked_scan_loop` reference over ``max_steps``.
+
+  Row compaction (``compact_rows``, ``loop='while'``, 1-D batch): the loop
+  runs on the whole batch while more than half of its rows still run, then
+  gathers the running rows (and their ``inputs``) into a batch of half the
+  size and goes on there, halving again as rows halt, down to
+  ``compact_rows`` rows; the results are scattered back. A step then costs
+  about the rows that actually run rather than the whole batch times the
+  slowest row's steps. Each stage is its own :func:`bounded_while_loop`, so
+  gradients stay exact, and a ``lax.cond`` skips the later stages when every
+  row has halted.
+
+  Args:
+    body_fun: ``(params, inputs, rows, running, n) -> (rows, running)``. It
+      must leave rows whose ``running`` is False unchanged (compaction
+      carries some halted rows along in the smaller batch), and may only
+      switch rows from running to halted.
+    params: pytree shared by all rows (weights); gets gradients.
+    inputs: pytree of per-row data, leaves ``[batch, ...]`` (an input frame,
+      a mask); gathered with the rows; gets gradients.
+    rows: the per-row carry, leaves ``[batch, ...]``.
+    running: ``[batch]`` bool, the rows that start running (rows that start
+      halted take no step).
+    max_steps: the most steps.
+    loop: ``'while'`` or ``'scan'``.
+    checkpoints, save_residuals: :func:`bounded_while_loop`'s.
+    compact_rows: the smallest stage batch, or None to never compact.
+
+  Returns:
+    ``(rows, num_steps)``: the final rows and the (int32 scalar) number of
+    loop steps, the maximum over rows.
+  """
+  max_steps = check_positive_int('max_steps', max_steps)
+  if loop not in ('while', 'scan'):
+    raise ValueError(f"loop must be 'while' or 'scan', got {loop!r}.")
+
+  def body(args, c: HaltingCarry) -> HaltingCarry:
+    params, inputs = args
+    rows, running = body_fun(params, inputs, c.rows, c.running, c.n)
+    # Each stage of a compacted loop counts to max_steps on its own; this
+    # keeps the total there too.
+    return HaltingCarry(rows, running & (c.n + 1 < max_steps), c.n + 1)
+
+  carry = HaltingCarry(rows, running, jnp.zeros((), jnp.int32))
+  if loop == 'scan':
+    final, _ = masked_scan_loop(lambda c: jnp.any(c.running), body,
+                                (params, inputs), carry, max_steps=max_steps)
+    return final.rows, final.n
+
+  def stages(inputs, carry, sizes):
+    """The while loop on ``sizes[0]`` rows, then on the running rows."""
+    rest = sizes[1] if len(sizes) > 1 else 0
+
+    def cond(c):
+      return jnp.sum(c.running.astype(jnp.int32)) > rest
+
+    carry, _ = bounded_while_loop(
+        cond, body, (params, inputs), carry, max_steps=max_steps,
+        checkpoints=checkpoints, save_residuals=save_residuals)
+    if len(sizes) == 1:
+      return carry
+
+    def on_fewer_rows(carry):
+      # At most ``rest`` rows still run: gather them (and some halted rows,
+      # which stay frozen) into a batch of ``rest`` rows. Halted rows are
+      # never touched again, so scattering the smaller batch back is exact.
+      rows = jnp.argsort((~carry.running).astype(jnp.int32),
+                         stable=True)[:rest]
+      take = lambda a: jnp.take(a, rows, axis=0)
+      sub = _tree_map(take, carry._replace(n=None))
+      sub = stages(_tree_map(take, inputs), sub._replace(n=carry.n),
+                   sizes[1:])
+      merged = _tree_map(lambda a, b: a.at[rows].set(b),
+                         carry._replace(n=None), sub._replace(n=None))
+      return merged._replace(n=sub.n)
+
+    # Usually every row has halted by now: skip the gathers then.
+    return lax.cond(jnp.any(carry.running), on_fewer_rows,
+                    lambda carry: carry, carry)
+
+  final = stages(inputs, carry, stage_sizes(running.shape, compact_rows))
+  return final.rows, final.n
 
 
 # ----------------------------------------------------------------------------

@@ -1,33 +1,38 @@
-"""Sequence models: a cell unrolled over time with an optional linear readout."""
+"""Sequence models: a cell over time with a readout; language models."""
 
 from typing import Any, Callable, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
 
-from vcrnn_jax.core import Cell, check_positive_int
+from vcrnn_jax.core import (Cell, as_context, cell_output, check_positive_int,
+                            fold_in, param_dtype_of)
 from vcrnn_jax.unroll import unroll
 
 
 class SequenceModel(NamedTuple):
-  """``init(key, input_size) -> params``; ``apply(params, xs, lengths=None) ->
-  (logits [B, T, O], ys)`` where ``ys`` are the cell's per-step outputs."""
+  """``init(key, input_size) -> params``; ``apply(params, xs, lengths=None, *,
+  context=None, state=None) -> (logits [B, T, O], ys)`` where ``ys`` are the
+  cell's per-step outputs (with ``return_state=True``: ``(logits, ys,
+  final_state)``)."""
   init: Callable[..., Any]
   apply: Callable[..., tuple[jax.Array, Any]]
 
 
-def _cell_output(y):
-  # Adaptive cells return a NamedTuple whose `output` is the model output.
-  return y.output if hasattr(y, 'output') else y
-
-
 def sequence_model(cell: Cell, output_size: Optional[int] = None, *,
-                   param_dtype: Any = jnp.float32) -> SequenceModel:
+                   param_dtype: Any = None) -> SequenceModel:
   """A cell over time, with a linear readout of size ``output_size``.
 
   With ``output_size=None`` the cell's output is the logits (an ACT cell has
   its own output layer, ACT Eq. 4); otherwise ``logits = y W + b`` with params
-  ``{'cell': ..., 'readout': {'kernel': [Y, O], 'bias': [O]}}``.
+  ``{'cell': ..., 'readout': {'kernel': [Y, O], 'bias': [O]}}``. The readout
+  reads :func:`vcrnn_jax.core.cell_output` of each step, so any cell works,
+  structured outputs included. ``param_dtype=None`` follows the cell's params.
+
+  ``apply`` keyword arguments: ``context`` (a :class:`vcrnn_jax.core.Context`
+  for every step: training step, dropout key), ``state`` (the initial state,
+  default zeros; truncated BPTT passes the previous window's final state) and
+  ``return_state`` (also return the final state).
 
   Example::
 
@@ -42,22 +47,184 @@ def sequence_model(cell: Cell, output_size: Optional[int] = None, *,
     k_cell, k_out = jax.random.split(key)
     params = {'cell': cell.init(k_cell, input_size)}
     if output_size is not None:
-      x = jnp.zeros((1, input_size), param_dtype)
+      dtype = param_dtype or param_dtype_of(params['cell'])
+      x = jnp.zeros((1, input_size), dtype)
       _, y = jax.eval_shape(cell.apply, params['cell'], cell.initial_state(1), x)
-      y_size = _cell_output(y).shape[-1]
+      y_size = cell_output(y).shape[-1]
       params['readout'] = {
           'kernel': jax.nn.initializers.glorot_uniform()(
-              k_out, (y_size, output_size), param_dtype),
-          'bias': jnp.zeros((output_size,), param_dtype),
+              k_out, (y_size, output_size), dtype),
+          'bias': jnp.zeros((output_size,), dtype),
       }
     return params
 
-  def apply(params, xs, lengths=None):
-    state = cell.initial_state(xs.shape[0])
-    _, ys = unroll(cell, params['cell'], state, xs, lengths)
-    out = _cell_output(ys)
+  def apply(params, xs, lengths=None, *, context=None, state=None,
+            return_state=False):
+    if state is None:
+      state = cell.initial_state(xs.shape[0])
+    final, ys = unroll(cell, params['cell'], state, xs, lengths,
+                       context=context)
+    out = cell_output(ys)
     if output_size is not None:
       out = out @ params['readout']['kernel'] + params['readout']['bias']
-    return out, ys
+    return (out, ys, final) if return_state else (out, ys)
+
+  return SequenceModel(init, apply)
+
+
+def symmetric_uniform(scale: float):
+  """An initialiser drawing from U(-scale, scale) (``jax.nn.initializers.
+  uniform(scale)`` draws from U(0, scale)); Zilly et al. use 0.04 for all."""
+  def init(key, shape, dtype=jnp.float32):
+    return jax.random.uniform(key, shape, jnp.float32, -scale,
+                              scale).astype(dtype)
+  return init
+
+
+def _dropout(key: jax.Array, rate: float, shape: tuple, dtype) -> jax.Array:
+  """An inverted-dropout mask: 0 with probability ``rate``, else 1/(1-rate)."""
+  keep = jax.random.bernoulli(key, 1.0 - rate, shape)
+  return keep.astype(dtype) / jnp.asarray(1.0 - rate, dtype)
+
+
+def language_model(
+    cell: Cell,
+    vocab_size: int,
+    *,
+    embed_size: Optional[int] = None,
+    readout: Optional[str] = 'linear',
+    embedding_dropout: float = 0.0,
+    input_dropout: float = 0.0,
+    output_dropout: float = 0.0,
+    embedding_init: Any = symmetric_uniform(0.04),
+    readout_init: Any = jax.nn.initializers.glorot_uniform(),
+    param_dtype: Any = None,
+) -> SequenceModel:
+  r"""A next-symbol model: tokens in, logits over the vocabulary out.
+
+  .. math::
+
+    x_t = E[w_t] \text{ (or one-hot } w_t), \quad
+    (h_t, y_t) = \mathrm{cell}(h_{t-1}, x_t), \quad
+    \mathrm{logits}_t = W\, \mathrm{out}(y_t) + b \text{ or } E\,
+        \mathrm{out}(y_t) + b \text{ (tied)}
+
+  Args:
+    cell: any cell of the protocol (its input size is ``embed_size``, or
+      ``vocab_size`` for one-hot inputs).
+    vocab_size: number of symbols.
+    embed_size: size of the learned embedding ``E`` ``[vocab, embed_size]``;
+      None feeds one-hot vectors (ACT's byte model).
+    readout: ``'linear'`` (``W [Y, vocab]`` and ``b``), ``'tied'`` (the
+      transposed embedding and a bias ``b``, EI-REHN Fig. 3 after Inan et al.
+      and Press & Wolf; needs the cell output size to equal ``embed_size``)
+      or None (the cell's output is the logits, e.g. ACT with its own output
+      layer, ACT Eq. 4).
+    embedding_dropout: probability of dropping a word type for a whole window
+      (every occurrence of it in that row), as in Zilly et al.'s RHN code.
+    input_dropout: variational dropout on the cell input (one mask per row,
+      shared over time).
+    output_dropout: variational dropout on the cell output before the
+      readout.
+    embedding_init: initialiser of ``E`` (default U(-0.04, 0.04), as in
+      Zilly et al.).
+    readout_init: initialiser of ``W`` (``'linear'``).
+    param_dtype: dtype of the embedding and readout; None follows the cell.
+
+  Dropout masks come from ``context.key`` (a :class:`vcrnn_jax.core.Context`
+  passed to ``apply``); without a key (evaluation) there is no dropout. The
+  cell gets ``fold_in(context, 3)``, so its own dropout draws other masks.
+
+  Params: ``{'cell': ..., 'embedding': [vocab, embed_size] (if embedding),
+  'readout': {'kernel': [Y, vocab], 'bias': [vocab]} ('linear') or
+  {'bias': [vocab]} ('tied')}``.
+
+  ``apply(params, tokens, lengths=None, *, context=None, state=None,
+  return_state=False)`` takes int ``tokens [batch, time]`` and returns
+  ``(logits [batch, time, vocab], ys)`` (and the final state).
+
+  Example::
+
+    model = language_model(cells.lstm(200), vocab_size=50, embed_size=200,
+                           readout='tied')
+    params = model.init(jax.random.key(0))
+    logits, _ = model.apply(params, tokens)        # tokens: [B, T] ints
+  """
+  vocab_size = check_positive_int('vocab_size', vocab_size)
+  if embed_size is not None:
+    embed_size = check_positive_int('embed_size', embed_size)
+  if readout not in ('linear', 'tied', None):
+    raise ValueError(f"readout must be 'linear', 'tied' or None, got "
+                     f'{readout!r}.')
+  if readout == 'tied' and embed_size is None:
+    raise ValueError("readout='tied' needs an embedding (embed_size).")
+  for name, rate in (('embedding_dropout', embedding_dropout),
+                     ('input_dropout', input_dropout),
+                     ('output_dropout', output_dropout)):
+    if not 0.0 <= rate < 1.0:
+      raise ValueError(f'{name} must be in [0, 1), got {rate!r}.')
+  input_size = vocab_size if embed_size is None else embed_size
+
+  def init(key, input_size_unused=None):
+    del input_size_unused  # Fixed by vocab_size and embed_size.
+    # The cell and readout keys are sequence_model's, so a one-hot model has
+    # sequence_model's params.
+    k_cell, k_out = jax.random.split(key)
+    k_emb = jax.random.fold_in(key, 1)
+    params = {'cell': cell.init(k_cell, input_size)}
+    dtype = param_dtype or param_dtype_of(params['cell'])
+    if embed_size is not None:
+      params['embedding'] = embedding_init(k_emb, (vocab_size, embed_size),
+                                           dtype)
+    if readout is not None:
+      x = jnp.zeros((1, input_size), dtype)
+      _, y = jax.eval_shape(cell.apply, params['cell'], cell.initial_state(1),
+                            x)
+      y_size = cell_output(y).shape[-1]
+      if readout == 'tied':
+        if y_size != embed_size:
+          raise ValueError(
+              f"readout='tied' needs the cell's output size ({y_size}) to "
+              f'equal embed_size ({embed_size}).')
+        params['readout'] = {'bias': jnp.zeros((vocab_size,), dtype)}
+      else:
+        params['readout'] = {
+            'kernel': readout_init(k_out, (y_size, vocab_size), dtype),
+            'bias': jnp.zeros((vocab_size,), dtype)}
+    return params
+
+  def apply(params, tokens, lengths=None, *, context=None, state=None,
+            return_state=False):
+    context = as_context(context)
+    if tokens.ndim != 2:
+      raise ValueError(f'language_model: tokens must be [batch, time] ids, '
+                       f'got shape {tuple(tokens.shape)}.')
+    dtype = param_dtype_of(params)
+    batch = tokens.shape[0]
+    key = context.key
+    if embed_size is None:
+      xs = jax.nn.one_hot(tokens, vocab_size, dtype=dtype)
+    else:
+      xs = jnp.take(params['embedding'], tokens, axis=0)
+      if key is not None and embedding_dropout:
+        keep = _dropout(jax.random.fold_in(key, 0), embedding_dropout,
+                        (batch, vocab_size), xs.dtype)
+        xs = xs * jnp.take_along_axis(keep, tokens, axis=1)[..., None]
+    if key is not None and input_dropout:
+      xs = xs * _dropout(jax.random.fold_in(key, 1), input_dropout,
+                         (batch, 1, xs.shape[-1]), xs.dtype)
+    if state is None:
+      state = cell.initial_state(batch)
+    final, ys = unroll(cell, params['cell'], state, xs, lengths,
+                       context=fold_in(context, 3))
+    out = cell_output(ys)
+    if key is not None and output_dropout:
+      out = out * _dropout(jax.random.fold_in(key, 2), output_dropout,
+                           (batch, 1, out.shape[-1]), out.dtype)
+    if readout == 'tied':
+      out = out @ params['embedding'].T + params['readout']['bias']
+    elif readout == 'linear':
+      out = out @ params['readout']['kernel'] + params['readout']['bias']
+    return (out, ys, final) if return_state else (out, ys)
 
   return SequenceModel(init, apply)

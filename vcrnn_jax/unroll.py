@@ -1,12 +1,12 @@
 """Running a cell over time."""
 
-import inspect
 from typing import Any, Optional
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
-from vcrnn_jax.core import Cell
+from vcrnn_jax.core import Cell, Context, as_context
 
 
 def _select(pred: jax.Array, new: Any, old: Any) -> Any:
@@ -17,12 +17,22 @@ def _select(pred: jax.Array, new: Any, old: Any) -> Any:
   return jax.tree_util.tree_map(sel, new, old)
 
 
-def accepts_active(cell: Cell) -> bool:
-  """Whether ``cell.apply`` takes the optional ``active`` row mask."""
-  try:
-    return 'active' in inspect.signature(cell.apply).parameters
-  except (TypeError, ValueError):   # Not introspectable: assume not.
-    return False
+def _check_lengths(lengths, batch: int, time: int) -> jax.Array:
+  lengths = jnp.asarray(lengths)
+  if lengths.shape != (batch,):
+    raise ValueError(
+        f'unroll: lengths must have shape [batch]=({batch},), got '
+        f'{tuple(lengths.shape)}.')
+  if not jnp.issubdtype(lengths.dtype, jnp.integer):
+    raise ValueError(
+        f'unroll: lengths must be integers, got dtype {lengths.dtype}.')
+  if not isinstance(lengths, jax.core.Tracer):
+    values = np.asarray(lengths)
+    if values.size and (values.min() < 0 or values.max() > time):
+      raise ValueError(
+          f'unroll: lengths must be in [0, {time}] (the time axis of xs), got '
+          f'values from {values.min()} to {values.max()}.')
+  return lengths
 
 
 def unroll(
@@ -31,6 +41,8 @@ def unroll(
     state: Any,
     xs: jax.Array,
     lengths: Optional[jax.Array] = None,
+    *,
+    context: Optional[Context] = None,
 ) -> tuple[Any, Any]:
   """Applies ``cell`` to every time step of ``xs`` with ``lax.scan``.
 
@@ -41,16 +53,23 @@ def unroll(
       ``cell.initial_state(batch)``).
     xs: inputs ``[batch, time, input_size]`` (batch-major, as in
       ``flax.linen.RNN``).
-    lengths: optional ``[batch]`` int sequence lengths. Steps ``t >= lengths[b]``
-      are padding: they leave the state of row ``b`` unchanged and their
-      outputs are zero, so the returned state is the state after the last real
-      step. A cell whose ``apply`` takes an ``active`` keyword (``[batch]``
-      bool; ACT does) gets ``active=t < lengths``, so it can skip the work of
-      padded rows; a padded ACT row takes one ponder step instead of
-      pondering on zeros.
+    lengths: optional ``[batch]`` int sequence lengths in ``[0, time]``.
+      Steps ``t >= lengths[b]`` are padding: they leave the state of row ``b``
+      unchanged and their outputs are zero, so the returned state is the state
+      after the last real step. The cell gets ``context.active = t <
+      lengths`` on every step, so it can skip the work of padded rows (a
+      padded ACT row takes one ponder step instead of pondering on zeros).
+    context: the :class:`vcrnn_jax.core.Context` given to the cell at every
+      step (``step``, ``key``; an ``active`` mask here is combined with the
+      one from ``lengths``). The same key at every step means dropout masks
+      shared over time.
 
   Returns:
     ``(final_state, ys)`` where every leaf of ``ys`` is ``[batch, time, ...]``.
+
+  Raises:
+    ValueError: ``xs`` is not ``[batch, time, features]`` with the state's
+      batch (a time-major ``xs`` is named as such), or bad ``lengths``.
 
   Example::
 
@@ -58,34 +77,35 @@ def unroll(
     params = cell.init(key, input_size=8)
     state, ys = unroll(cell, params, cell.initial_state(4), xs)  # xs [4, T, 8]
   """
-  if xs.ndim < 3:
+  context = as_context(context)
+  if xs.ndim != 3:
     raise ValueError(
         f'unroll: xs must have shape [batch, time, input_size], got shape '
         f'{tuple(xs.shape)}.')
   batch, time = xs.shape[0], xs.shape[1]
+  state_batches = {leaf.shape[0] for leaf in jax.tree_util.tree_leaves(state)
+                   if leaf.ndim}
+  if state_batches and state_batches != {batch}:
+    hint = (' xs looks time-major: unroll takes [batch, time, features] '
+            '(use jnp.swapaxes(xs, 0, 1)).' if state_batches == {time} else '')
+    raise ValueError(
+        f'unroll: the state has batch {sorted(state_batches)} but xs '
+        f'{tuple(xs.shape)} has batch {batch}.{hint}')
   if lengths is not None:
-    lengths = jnp.asarray(lengths)
-    if lengths.shape != (batch,):
-      raise ValueError(
-          f'unroll: lengths must have shape [batch]=({batch},), got '
-          f'{tuple(lengths.shape)}.')
+    lengths = _check_lengths(lengths, batch, time)
   xs_t = jnp.swapaxes(xs, 0, 1)
 
   if lengths is None:
     def step(carry, x):
-      return cell.apply(params, carry, x)
+      return cell.apply(params, carry, x, context)
     state, ys = jax.lax.scan(step, state, xs_t)
   else:
-    # Cells that take ``active`` (e.g. ACT) skip the work of padded rows.
-    pass_active = accepts_active(cell)
-
     def step(carry, inp):
       x, t = inp
       valid = t < lengths
-      if pass_active:
-        new_state, y = cell.apply(params, carry, x, active=valid)
-      else:
-        new_state, y = cell.apply(params, carry, x)
+      active = valid if context.active is None else valid & context.active
+      new_state, y = cell.apply(params, carry, x,
+                                context._replace(active=active))
       new_state = _select(valid, new_state, carry)
       y = _select(valid, y, jax.tree_util.tree_map(jnp.zeros_like, y))
       return new_state, y

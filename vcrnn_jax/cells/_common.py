@@ -22,12 +22,18 @@ def check_batch_size(batch_size: Any) -> int:
   return check_positive_int('batch_size', batch_size)
 
 
-def check_x(name: str, x: jax.Array, input_size: int) -> None:
-  """Raises ``ValueError`` unless ``x`` is ``[..., input_size]``."""
-  if x.ndim < 1 or x.shape[-1] != input_size:
-    raise ValueError(
-        f'{name}.apply: x must have shape [batch, {input_size}] (input_size '
-        f'from the params), got shape {tuple(x.shape)}.')
+def initialize(init: Initializer, key: jax.Array, shape: tuple,
+               dtype: Any) -> jax.Array:
+  """``init(key, shape, dtype)``, drawn in float32 for 16-bit dtypes.
+
+  The orthogonal initialiser needs a QR decomposition, which XLA's CPU backend
+  has no bfloat16 or float16 kernel for; drawing in float32 and casting gives
+  the same distribution on every backend.
+  """
+  dtype = jnp.dtype(dtype)
+  if jnp.issubdtype(dtype, jnp.floating) and dtype.itemsize < 4:
+    return init(key, shape, jnp.float32).astype(dtype)
+  return init(key, shape, dtype)
 
 
 def stacked_recurrent_init(init: Initializer, key: jax.Array, hidden_size: int,
@@ -39,4 +45,5 @@ def stacked_recurrent_init(init: Initializer, key: jax.Array, hidden_size: int,
   """
   keys = jax.random.split(key, num_blocks)
   return jnp.concatenate(
-      [init(k, (hidden_size, hidden_size), dtype) for k in keys], axis=-1)
+      [initialize(init, k, (hidden_size, hidden_size), dtype) for k in keys],
+      axis=-1)

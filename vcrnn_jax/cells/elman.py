@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 
 from vcrnn_jax.cells import _common
-from vcrnn_jax.core import Cell, check_positive_int
+from vcrnn_jax.core import Cell, check_apply_args, check_positive_int
 
 
 class ElmanState(NamedTuple):
@@ -51,18 +51,22 @@ def elman(
     input_size = _common.check_input_size(input_size)
     k1, k2, k3 = jax.random.split(key, 3)
     return {
-        'input_kernel': kernel_init(k1, (input_size, hidden_size), param_dtype),
-        'recurrent_kernel': recurrent_init(
-            k2, (hidden_size, hidden_size), param_dtype),
-        'bias': bias_init(k3, (hidden_size,), param_dtype),
+        'input_kernel': _common.initialize(
+            kernel_init, k1, (input_size, hidden_size), param_dtype),
+        'recurrent_kernel': _common.initialize(
+            recurrent_init, k2, (hidden_size, hidden_size), param_dtype),
+        'bias': _common.initialize(
+            bias_init, k3, (hidden_size,), param_dtype),
     }
 
   def initial_state(batch_size):
     batch_size = _common.check_batch_size(batch_size)
     return ElmanState(h=jnp.zeros((batch_size, hidden_size), param_dtype))
 
-  def apply(params, state, x):
-    _common.check_x('elman', x, params['input_kernel'].shape[0])
+  def apply(params, state, x, context=None):
+    del context  # A fixed-computation cell uses no extras.
+    x = check_apply_args('elman', params['input_kernel'].shape[0], state, x,
+                         params['input_kernel'].dtype)
     h = jnp.tanh(x @ params['input_kernel']
                  + state.h @ params['recurrent_kernel'] + params['bias'])
     return ElmanState(h=h), h

@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 
 from vcrnn_jax.cells import _common
-from vcrnn_jax.core import Cell, check_positive_int
+from vcrnn_jax.core import Cell, check_apply_args, check_positive_int
 
 
 class GRUState(NamedTuple):
@@ -63,21 +63,24 @@ def gru(
     input_size = _common.check_input_size(input_size)
     k1, k2, k3, k4 = jax.random.split(key, 4)
     return {
-        'input_kernel': kernel_init(
-            k1, (input_size, 3 * hidden_size), param_dtype),
+        'input_kernel': _common.initialize(
+            kernel_init, k1, (input_size, 3 * hidden_size), param_dtype),
         'recurrent_gates_kernel': _common.stacked_recurrent_init(
             recurrent_init, k2, hidden_size, 2, param_dtype),
-        'recurrent_kernel': recurrent_init(
-            k3, (hidden_size, hidden_size), param_dtype),
-        'bias': bias_init(k4, (3 * hidden_size,), param_dtype),
+        'recurrent_kernel': _common.initialize(
+            recurrent_init, k3, (hidden_size, hidden_size), param_dtype),
+        'bias': _common.initialize(
+            bias_init, k4, (3 * hidden_size,), param_dtype),
     }
 
   def initial_state(batch_size):
     batch_size = _common.check_batch_size(batch_size)
     return GRUState(h=jnp.zeros((batch_size, hidden_size), param_dtype))
 
-  def apply(params, state, x):
-    _common.check_x('gru', x, params['input_kernel'].shape[0])
+  def apply(params, state, x, context=None):
+    del context  # A fixed-computation cell uses no extras.
+    x = check_apply_args('gru', params['input_kernel'].shape[0], state, x,
+                         params['input_kernel'].dtype)
     h_prev = state.h
     xi = x @ params['input_kernel'] + params['bias']
     x_r, x_z, x_h = jnp.split(xi, 3, axis=-1)

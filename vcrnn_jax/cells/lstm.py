@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 
 from vcrnn_jax.cells import _common
-from vcrnn_jax.core import Cell, check_positive_int
+from vcrnn_jax.core import Cell, check_apply_args, check_positive_int
 
 
 class LSTMState(NamedTuple):
@@ -66,8 +66,8 @@ def lstm(
     bias = jnp.zeros((4 * hidden_size,), param_dtype)
     bias = bias.at[2 * hidden_size:3 * hidden_size].set(forget_bias)
     return {
-        'input_kernel': kernel_init(
-            k1, (input_size, 4 * hidden_size), param_dtype),
+        'input_kernel': _common.initialize(
+            kernel_init, k1, (input_size, 4 * hidden_size), param_dtype),
         'recurrent_kernel': _common.stacked_recurrent_init(
             recurrent_init, k2, hidden_size, 4, param_dtype),
         'bias': bias,
@@ -78,8 +78,10 @@ def lstm(
     zeros = jnp.zeros((batch_size, hidden_size), param_dtype)
     return LSTMState(h=zeros, c=zeros)
 
-  def apply(params, state, x):
-    _common.check_x('lstm', x, params['input_kernel'].shape[0])
+  def apply(params, state, x, context=None):
+    del context  # A fixed-computation cell uses no extras.
+    x = check_apply_args('lstm', params['input_kernel'].shape[0], state, x,
+                         params['input_kernel'].dtype)
     gates = (x @ params['input_kernel'] + state.h @ params['recurrent_kernel']
              + params['bias'])
     a, i, f, o = jnp.split(gates, 4, axis=-1)
