@@ -41,6 +41,17 @@ def _bce(logit, y):
   return jnp.mean(jax.nn.softplus(logit) - y * logit)
 
 
+def halting_value(ponder, epsilon=0.01):
+  """A constant halting unit output h that halts at exactly ``ponder`` steps.
+
+  ACT halts at the first n with n * h >= 1 - epsilon (Eq. 7), so h must lie
+  in [(1 - eps) / N, (1 - eps) / (N - 1)); for N = 1, in [1 - eps, 1).
+  """
+  if ponder == 1:
+    return 1.0 - epsilon / 2
+  return (1.0 - epsilon) / (ponder - 0.5)
+
+
 def act_step(m, loop, ponder, tau=0.01, compact_rows=None, checkpoints=8,
              save_residuals=False):
   cell = act.adaptive(cells.elman(HIDDEN), 1, max_steps=m, loop=loop,
@@ -48,7 +59,7 @@ def act_step(m, loop, ponder, tau=0.01, compact_rows=None, checkpoints=8,
                       save_residuals=save_residuals)
   params = cell.init(jax.random.PRNGKey(0), BITS)
   params['halting']['kernel'] = jnp.zeros_like(params['halting']['kernel'])
-  h = 1.0 / ponder + 1e-3   # n steps of h sum past 1 - eps exactly at n=ponder
+  h = halting_value(ponder)
   params['halting']['bias'] = jnp.full((1,), math.log(h / (1 - h)))
 
   def loss(params, x, y):
@@ -102,7 +113,7 @@ def measure(params, loss, x, y, repeats):
   return statistics.median(times), temp, steps
 
 
-def main():
+def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument('--ponder', type=int, default=3,
                       help='ponder steps every sequence takes (mean N)')
@@ -121,12 +132,18 @@ def main():
                       "(act_parity's --save_residuals)")
   parser.add_argument('--repeats', type=int, default=30,
                       help='timed train steps per configuration (median)')
-  args = parser.parse_args()
+  args = parser.parse_args(argv)
   if args.ponder < 1 or args.repeats < 1 or args.checkpoints < 1:
     parser.error('--ponder, --repeats and --checkpoints must be >= 1')
   if args.compact_rows < 0:
     parser.error('--compact_rows must be >= 0')
-  ms = [int(v) for v in args.m.split(',')]
+  try:
+    ms = [int(v) for v in args.m.split(',')]
+  except ValueError:
+    parser.error(f'--m must be comma-separated integers, got {args.m!r}')
+  if min(ms) < args.ponder:
+    parser.error(f'every --m must be >= --ponder={args.ponder} (the loop '
+                 f'could not take N steps), got {args.m}')
   batch = parity.task(bits=BITS).sample(jax.random.PRNGKey(1), BATCH)
   x, y = batch.inputs[:, 0], batch.targets[:, 0, 0]
 

@@ -37,11 +37,13 @@ import sys
 import time
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from vcrnn_jax import tasks
 from vcrnn_jax.training import act_tasks
-from vcrnn_jax.training.train import TrainConfig, restore_latest_params
+from vcrnn_jax.training.train import (StepInfo, TrainConfig,
+                                      restore_latest_params)
 
 # The flag that only one task's factory takes, to recognise a binary's task.
 _TASK_MARKERS = {'bits': 'parity', 'num_gates': 'logic',
@@ -180,7 +182,9 @@ def time_loop_settings(task, model, batch_size, params, key,
   for name, fields in LOOP_SETTINGS:
     experiment = act_tasks.task_experiment(task, model._replace(**fields),
                                            batch_size=batch_size)
-    steps[name] = jax.jit(jax.grad(lambda p, b, e=experiment: e.loss(p, b)[0]))
+    info = StepInfo(jax.random.PRNGKey(0), jnp.zeros((), jnp.int32))
+    steps[name] = jax.jit(jax.grad(
+        lambda p, b, e=experiment: e.loss(p, b, info)[0]))
   batches = [task.sample(jax.random.fold_in(key, 10_000 + i), batch_size)
              for i in range(repeats)]
   for f in steps.values():                       # Compile outside the timing.

@@ -1,9 +1,16 @@
-"""Flag handling shared by the experiment binaries.
+"""What every experiment binary shares: flags, errors, workdir, resume guard.
 
 Every binary parses its flags through :func:`run`, so a bad flag (unknown,
 malformed or out of range) and a bad value found later (a ``ValueError`` from
-the library, a missing corpus) end with one line on stderr and a non-zero exit
-status, never a traceback.
+the library, a missing corpus, a workdir that cannot be written) end with one
+line on stderr and a non-zero exit status, never a traceback.
+
+A binary defines its own flags, then :func:`define_training_flags` (steps,
+batch, optimizer, evaluation, seed) with its paper's defaults, declares which
+of its own flags may change when a run resumes (:func:`declare_resumable`),
+and trains through :func:`train`, which guards the workdir: a workdir holding
+a checkpoint holds a run, recorded in ``<workdir>/flags.json`` with the first
+checkpoint, and resuming it under other run-defining flags is refused.
 """
 
 import json
@@ -12,13 +19,18 @@ import math
 import os
 import pathlib
 import sys
-from typing import Callable, Optional
+from typing import Callable, Iterable, Optional
 
 from absl import app
 from absl import flags
 
+from vcrnn_jax.analysis import sweep
 from vcrnn_jax.data.download import DownloadError
-from vcrnn_jax.training.train import TrainingDiverged
+from vcrnn_jax.files import atomic_write
+from vcrnn_jax.training import distributed
+from vcrnn_jax.training.train import (OPTIMIZERS, Experiment, TrainConfig,
+                                      TrainingDiverged, TrainResult,
+                                      train_and_evaluate)
 
 FLAGS = flags.FLAGS
 
@@ -29,6 +41,7 @@ def _prog() -> str:
 
 def fail(message: str, status: int = 2) -> None:
   sys.stderr.write(f'{_prog()}: error: {message}\n')
+  sys.stderr.flush()
   sys.exit(status)
 
 
@@ -39,8 +52,20 @@ def _parse(argv):
     fail(str(e).splitlines()[0])
 
 
+def _os_error_line(e: OSError) -> str:
+  if isinstance(e, DownloadError) or not getattr(e, 'filename', None):
+    return str(e).splitlines()[0] if str(e) else type(e).__name__
+  where = e.filename if not e.filename2 else f'{e.filename} -> {e.filename2}'
+  return f'{e.strerror or type(e).__name__}: {where}'
+
+
 def run(main: Callable) -> None:
-  """``app.run(main)`` with one-line errors for bad flags and bad values."""
+  """``app.run(main)`` with one-line errors for bad flags and bad values.
+
+  Also starts the processes of a multi-process run (the flags of
+  :mod:`vcrnn_jax.training.distributed`) before ``main``, so that every
+  binary runs as N processes without code of its own.
+  """
   # JAX logs at INFO that it found no TPU; the console is for the progress bar.
   logging.getLogger('jax._src.xla_bridge').setLevel(logging.WARNING)
 
@@ -48,15 +73,46 @@ def run(main: Callable) -> None:
     if len(argv) > 1:
       fail(f'unexpected positional arguments: {" ".join(argv[1:])}')
     try:
+      _start_processes()
       main(argv)
     except TrainingDiverged as e:
+      distributed.abort_peers(str(e))
       fail(str(e), status=1)
-    except (ValueError, FileNotFoundError, DownloadError) as e:
-      fail(str(e).splitlines()[0] if str(e) else type(e).__name__)
+    except (ValueError, OSError) as e:
+      line = (str(e).splitlines()[0] if str(e) else type(e).__name__) \
+          if not isinstance(e, OSError) else _os_error_line(e)
+      distributed.abort_peers(line)
+      fail(line)
     except KeyboardInterrupt:
+      distributed.abort_peers('interrupted')
       fail('interrupted; rerun the same command to resume from the last '
            'checkpoint.', status=130)
+    except distributed.PeerFailed as e:
+      fail(str(e), status=1)
   app.run(guarded, flags_parser=_parse)
+
+
+# ----------------------------------------------------------------------------
+# Several processes (jax.distributed): the same flags for every binary.
+
+flags.DEFINE_string(
+    'coordinator_address', None, 'HOST:PORT of process 0 of a multi-process '
+    'run (jax.distributed.initialize); unset: one process. Start the same '
+    'command on every process with its own --process_id.')
+flags.DEFINE_integer('num_processes', None, 'Number of processes of a '
+                     'multi-process run.', lower_bound=1)
+flags.DEFINE_integer('process_id', None, 'This process, in 0..num_processes-1.',
+                     lower_bound=0)
+flags.DEFINE_bool('distributed', False, 'Let JAX detect the processes of a '
+                  'cluster job (SLURM, Open MPI, TPU pods) instead of the three '
+                  'flags above.')
+
+
+def _start_processes() -> None:
+  distributed.initialize(
+      coordinator_address=FLAGS.coordinator_address,
+      num_processes=FLAGS.num_processes, process_id=FLAGS.process_id,
+      auto=FLAGS.distributed)
 
 
 def define_positive_int(name: str, default: Optional[int], help_: str) -> None:
@@ -65,19 +121,26 @@ def define_positive_int(name: str, default: Optional[int], help_: str) -> None:
 
 def _finite(lower: float, strict: bool) -> Callable[[float], bool]:
   def check(v):
-    return v is not None and math.isfinite(v) and (v > lower if strict
-                                                   else v >= lower)
+    return v is None or (math.isfinite(v) and (v > lower if strict
+                                               else v >= lower))
   return check
 
 
-def define_float(name: str, default: float, help_: str, *, lower: float = 0.0,
-                 strict: bool = False) -> None:
-  """A float flag that must be finite and ``>= lower`` (``> lower`` if strict)."""
+def define_float(name: str, default: Optional[float], help_: str, *,
+                 lower: float = 0.0, strict: bool = False,
+                 upper: Optional[float] = None) -> None:
+  """A float flag that must be finite and ``>= lower`` (``> lower`` if strict).
+
+  A ``None`` default means "unset" (the binary picks a value) and passes.
+  """
   flags.DEFINE_float(name, default, help_)
   op = '>' if strict else '>='
+  bound = f'{op} {lower:g}' + (f' and < {upper:g}' if upper is not None
+                               else '')
+  check = _finite(lower, strict)
   flags.register_validator(
-      name, _finite(lower, strict),
-      message=f'--{name} must be a finite number {op} {lower:g}')
+      name, lambda v: check(v) and (v is None or upper is None or v < upper),
+      message=f'--{name} must be a finite number {bound}')
 
 
 def define_workdir(default_help: str) -> None:
@@ -91,77 +154,216 @@ def define_workdir(default_help: str) -> None:
       message='--workdir exists and is not a directory')
 
 
-def define_training_flags(*, steps: int, batch_size: int, learning_rate: float,
-                          eval_every: int) -> None:
-  """The flags every binary shares, with the paper's (or documented) defaults."""
+def define_training_flags(*, steps: Optional[int], batch_size: Optional[int],
+                          learning_rate: Optional[float],
+                          eval_every: Optional[int],
+                          optimizer: str = 'adam',
+                          grad_clip_norm: Optional[float] = None,
+                          keep_checkpoints: int = 3,
+                          seed_flag: bool = True) -> None:
+  """The flags every binary shares, with the paper's (or documented) defaults.
+
+  ``None`` defaults mean "set by the binary" (the sweep takes each task's).
+  ``seed_flag=False`` leaves out ``--seed``, for binaries that train several
+  seeds (``--seeds``) and pass each to :func:`train_config`.
+  """
   define_positive_int('steps', steps, 'Number of training steps (weight '
                       'updates).')
-  define_positive_int('batch_size', batch_size, 'Sequences per training batch '
-                      '(split across all local devices).')
-  define_float('learning_rate', learning_rate, 'Adam learning rate.',
+  define_positive_int('batch_size', batch_size, 'Sequences per training '
+                      'batch (split across all devices, of all processes).')
+  flags.DEFINE_enum('optimizer', optimizer, list(OPTIMIZERS), 'Optimizer: '
+                    '"adam" or "sgd" (with --momentum).')
+  define_float('learning_rate', learning_rate, 'Learning rate (of Adam, or of '
+               'SGD before --lr_decay).', strict=True)
+  define_float('momentum', 0.0, 'SGD momentum (0: plain SGD).', upper=1.0)
+  define_float('weight_decay', 0.0, 'L2 penalty: weight_decay * params is '
+               'added to the gradient (before clipping).')
+  define_float('lr_decay', 1.0, 'Multiply the learning rate by this at step '
+               '--lr_decay_start and every --lr_decay_every steps after '
+               '(1: constant).', strict=True)
+  define_positive_int('lr_decay_every', None, 'Steps between two learning-'
+                      'rate decays (needed with --lr_decay < 1).')
+  flags.DEFINE_integer('lr_decay_start', None, 'First step trained with a '
+                       'decayed learning rate (default: --lr_decay_every).',
+                       lower_bound=0)
+  define_float('grad_clip_norm', grad_clip_norm, 'Clip gradients to this '
+               'global norm (default: no clipping unless the paper clips).',
                strict=True)
   define_positive_int('eval_every', eval_every, 'Evaluate (and write '
                       'metrics.jsonl / TensorBoard) every this many steps.')
   define_positive_int('checkpoint_every', None, 'Save a checkpoint every this '
                       'many steps (default: --eval_every). The last step is '
                       'always saved.')
-  define_positive_int('keep_checkpoints', 3, 'How many recent checkpoints to '
-                      'keep.')
-  flags.DEFINE_integer('seed', 0, 'Seed of parameter init and of the training '
-                       'data stream (same seed, same numbers).')
-  flags.DEFINE_float('grad_clip_norm', None, 'Clip gradients to this global '
-                     'norm (default: no clipping, as in the paper).')
-  flags.register_validator(
-      'grad_clip_norm', lambda v: v is None or (math.isfinite(v) and v > 0),
-      message='--grad_clip_norm must be a finite number > 0')
+  define_positive_int('keep_checkpoints', keep_checkpoints, 'How many recent '
+                      'checkpoints to keep.')
+  if seed_flag:
+    flags.DEFINE_integer('seed', 0, 'Seed of parameter init, of the training '
+                         'data stream and of dropout (same seed, same '
+                         'numbers).', lower_bound=0)
 
 
-# Flags that may change when a run resumes: how long it trains, how it is
-# evaluated, saved or plotted, and how the same maths is computed, never what
-# is trained.
-RESUMABLE_FLAGS = frozenset({
-    'steps', 'eval_every', 'checkpoint_every', 'keep_checkpoints', 'workdir',
-    'loop', 'compact_rows', 'ponder_slots', 'save_residuals',
-    'eval_batch_size', 'eval_batches', 'eval_windows',
-    'data_dir', 'plot_ponder_bytes', 'difficulty_report'})
+def train_config(desc: str, **overrides) -> TrainConfig:
+  """The :class:`TrainConfig` the shared training flags describe.
+
+  ``overrides`` replace fields the binary computes itself (e.g. steps from
+  a number of epochs).
+  """
+  every = FLAGS.lr_decay_every
+  fields = dict(
+      steps=FLAGS.steps, batch_size=FLAGS.batch_size,
+      learning_rate=FLAGS.learning_rate, optimizer=FLAGS.optimizer,
+      momentum=FLAGS.momentum, weight_decay=FLAGS.weight_decay,
+      lr_decay=FLAGS.lr_decay, lr_decay_every=every,
+      lr_decay_start=(FLAGS.lr_decay_start if FLAGS.lr_decay_start is not None
+                      else every),
+      grad_clip_norm=FLAGS.grad_clip_norm, eval_every=FLAGS.eval_every,
+      checkpoint_every=FLAGS.checkpoint_every,
+      keep_checkpoints=FLAGS.keep_checkpoints, desc=desc)
+  if 'seed' in FLAGS:
+    fields['seed'] = FLAGS.seed
+  fields.update(overrides)
+  return TrainConfig(**fields)
+
+
+# ----------------------------------------------------------------------------
+# The workdir and its resume guard.
+
+# Flags that may change when any run resumes: how long it trains, how it is
+# evaluated or saved, where its data and processes are; never what is
+# trained. Each binary adds its own with declare_resumable().
+_RESUMABLE = {'steps', 'eval_every', 'checkpoint_every', 'keep_checkpoints',
+              'workdir', 'data_dir', 'coordinator_address', 'num_processes',
+              'process_id', 'distributed'}
 
 RUN_FLAGS_FILENAME = 'flags.json'
+
+
+def define_seeds(default: str, help_: str) -> None:
+  """``--seeds``: comma-separated integers and ranges ``a-b`` (resumable)."""
+  flags.DEFINE_string('seeds', default, help_)
+
+  def check(value):
+    try:
+      parse_seeds(value)
+    except ValueError as e:
+      raise flags.ValidationError(str(e)) from None
+    return True
+
+  flags.register_validator('seeds', check)
+  declare_resumable('seeds')
+
+
+def parse_seeds(text: str) -> tuple[int, ...]:
+  """``'0-4,7'`` -> ``(0, 1, 2, 3, 4, 7)``."""
+  return sweep.parse_ints('seeds', text)
+
+
+def declare_resumable(*names: str) -> None:
+  """Declares flags of this binary that may change when a run resumes.
+
+  For flags that change how the same maths is computed (a loop
+  implementation), how results are reported (evaluation sizes, plots) or
+  where inputs are read, never what is trained.
+  """
+  _RESUMABLE.update(names)
 
 
 def run_defining_flags() -> list:
   """The binary's flags that define what is trained, sorted by name."""
   return sorted((f for f in FLAGS.get_key_flags_for_module(sys.argv[0])
-                 if f.name not in RESUMABLE_FLAGS), key=lambda f: f.name)
+                 if f.name not in _RESUMABLE), key=lambda f: f.name)
+
+
+def default_workdir(name: str, leading: Iterable[str] = ('seed',)
+                    ) -> pathlib.Path:
+  """``--workdir``, or ``runs/<name>/<flag>=<value>_...``.
+
+  The name lists the ``leading`` flags, then every other run-defining flag
+  whose value is not its default, e.g. ``runs/act_parity/act=true_tau=0.01_
+  seed=0_bits=8``, so runs of different settings do not share a folder and
+  a rerun of the same command resumes.
+  """
+  if FLAGS.workdir:
+    return pathlib.Path(FLAGS.workdir)
+
+  def text(value):
+    if isinstance(value, bool):
+      return str(value).lower()
+    return f'{value:g}' if isinstance(value, float) else str(value)
+
+  leading = list(leading)
+  parts = [f'{n}={text(FLAGS[n].value)}' for n in leading]
+  for f in run_defining_flags():
+    if f.name not in leading and f.value != f.default:
+      parts.append(f'{f.name}={text(f.value)}'.replace('/', '_'))
+  return pathlib.Path('runs', name, '_'.join(parts))
+
+
+def _current_run_flags() -> dict:
+  # A JSON round trip, so the comparison sees what the file will hold.
+  return json.loads(json.dumps(
+      {f.name: f.value for f in run_defining_flags()}))
+
+
+def _has_checkpoint(workdir: pathlib.Path) -> bool:
+  ckpt = workdir / 'checkpoints'
+  return ckpt.is_dir() and any(p.name.isdigit() for p in ckpt.iterdir())
 
 
 def check_run_flags(workdir) -> None:
-  """Records the flags that define a run; refuses to resume under other ones.
+  """Refuses to resume a run in ``workdir`` under other run-defining flags.
 
-  The first run in ``workdir`` writes the values of the binary's flags (all
-  but :data:`RESUMABLE_FLAGS`) to ``<workdir>/flags.json``. A later run in the
-  same ``workdir`` must match them, or else it would silently continue a
-  checkpoint trained on another task, size or time penalty.
+  A workdir holding a checkpoint holds a run, whose flags
+  :func:`record_run_flags` wrote to ``<workdir>/flags.json`` with its first
+  checkpoint. A workdir without a checkpoint (a run that failed or was
+  interrupted before it) holds no run: any flags may start one there.
 
   Raises:
     ValueError: naming the flags that differ, with the saved values.
   """
   workdir = pathlib.Path(workdir)
-  # A JSON round trip, so the comparison sees what the file will hold.
-  current = json.loads(json.dumps(
-      {f.name: f.value for f in run_defining_flags()}))
   path = workdir / RUN_FLAGS_FILENAME
-  if path.is_file():
-    saved = json.loads(path.read_text())
-    differ = [n for n in sorted(set(saved) | set(current))
-              if saved.get(n, '<unset>') != current.get(n, '<unset>')]
-    if differ:
-      was = ', '.join(f'--{n}={saved.get(n, "<unset>")}' for n in differ)
-      now = ', '.join(f'--{n}={current.get(n, "<unset>")}' for n in differ)
-      raise ValueError(
-          f'{workdir} holds a run with {was}, not {now}: rerun with those '
-          'flags to resume it, or pass another --workdir.')
+  if not (path.is_file() and _has_checkpoint(workdir)):
     return
-  workdir.mkdir(parents=True, exist_ok=True)
-  tmp = path.with_suffix('.json.tmp')
-  tmp.write_text(json.dumps(current, indent=1, sort_keys=True) + '\n')
-  os.replace(tmp, path)
+  saved = json.loads(path.read_text())
+  current = _current_run_flags()
+  # A flag added after the run was made counts as set to its default there.
+  defaults = json.loads(json.dumps(
+      {f.name: f.default for f in run_defining_flags()}))
+  saved = {**{n: v for n, v in defaults.items() if n not in saved}, **saved}
+  differ = [n for n in sorted(set(saved) | set(current))
+            if saved.get(n, '<unset>') != current.get(n, '<unset>')]
+  if differ:
+    was = ', '.join(f'--{n}={saved.get(n, "<unset>")}' for n in differ)
+    now = ', '.join(f'--{n}={current.get(n, "<unset>")}' for n in differ)
+    raise ValueError(
+        f'{workdir} holds a run with {was}, not {now}: rerun with those '
+        'flags to resume it, or pass another --workdir.')
+
+
+def record_run_flags(workdir) -> None:
+  """Writes the run-defining flags to ``<workdir>/flags.json``.
+
+  Called with the first checkpoint of a process; :func:`check_run_flags`
+  has checked them against a run already there, so rewriting is harmless
+  and replaces the file a run without checkpoint may have left.
+  """
+  atomic_write(pathlib.Path(workdir) / RUN_FLAGS_FILENAME,
+               json.dumps(_current_run_flags(), indent=1, sort_keys=True)
+               + '\n')
+
+
+def train(experiment: Experiment, config: TrainConfig, workdir) -> TrainResult:
+  """:func:`train_and_evaluate` with the workdir guard of this binary's flags."""
+  workdir = pathlib.Path(workdir)
+  check_run_flags(workdir)
+  recorded = []
+
+  def on_checkpoint(step):
+    del step
+    if not recorded:
+      record_run_flags(workdir)
+      recorded.append(True)
+
+  return train_and_evaluate(experiment, config, workdir,
+                            on_checkpoint=on_checkpoint)

@@ -31,14 +31,18 @@ from absl import flags
 
 from experiments import _act
 from experiments import _common
+from vcrnn_jax.training import act_tasks
 
-_common.define_positive_int('max_len', 5, 'Most numbers per sequence (paper: '
-                            '5).')
-_common.define_positive_int('max_digits', 5, 'Most digits per number (paper: '
-                            '5).')
-_act.define_flags(cell='lstm', hidden_size=512, batch_size=32, max_steps=20,
-                  steps=20_000, learning_rate=1e-3, eval_every=1000,
-                  tau=0.001, workdir='act_addition')
+_PAPER = act_tasks.PAPER_SETTINGS['addition']
+_TASK = _PAPER['task_kwargs']
+_common.define_positive_int(
+    'max_len', _TASK['max_len'], 'Most numbers per sequence (paper: '
+    '5).')
+_common.define_positive_int(
+    'max_digits', _TASK['max_digits'], 'Most digits per number (paper: '
+    '5).')
+_act.define_flags(_PAPER)
+_act.define_workdir('act_addition')
 # Shared flags are key flags of this binary, so --help lists them.
 flags.adopt_module_key_flags(_common)
 flags.adopt_module_key_flags(_act)

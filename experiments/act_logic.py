@@ -34,14 +34,18 @@ from absl import flags
 
 from experiments import _act
 from experiments import _common
+from vcrnn_jax.training import act_tasks
 
-_common.define_positive_int('max_len', 10, 'Most vectors per sequence '
-                            '(paper: 10; lengths are uniform on 1..max_len).')
-_common.define_positive_int('num_gates', 10, 'Gate chunks per vector, the '
-                            'most gates a vector applies (paper: 10).')
-_act.define_flags(cell='lstm', hidden_size=128, batch_size=16, max_steps=100,
-                  steps=60_000, learning_rate=1e-3, eval_every=1000,
-                  tau=0.001, workdir='act_logic')
+_PAPER = act_tasks.PAPER_SETTINGS['logic']
+_TASK = _PAPER['task_kwargs']
+_common.define_positive_int(
+    'max_len', _TASK['max_len'], 'Most vectors per sequence '
+    '(paper: 10; lengths are uniform on 1..max_len).')
+_common.define_positive_int(
+    'num_gates', _TASK['num_gates'], 'Gate chunks per vector, the '
+    'most gates a vector applies (paper: 10).')
+_act.define_flags(_PAPER)
+_act.define_workdir('act_logic')
 # Shared flags are key flags of this binary, so --help lists them.
 flags.adopt_module_key_flags(_common)
 flags.adopt_module_key_flags(_act)

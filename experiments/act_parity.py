@@ -38,22 +38,20 @@ from absl import flags
 from experiments import _act
 from experiments import _common
 from vcrnn_jax import tasks
+from vcrnn_jax.training import act_tasks
 
-_common.define_positive_int('bits', 64, 'Elements per parity vector (paper: '
+_PAPER = act_tasks.PAPER_SETTINGS['parity']
+_TASK = _PAPER['task_kwargs']
+_common.define_positive_int(
+    'bits', _TASK['bits'], 'Elements per parity vector (paper: '
                             '64).')
-flags.DEFINE_enum('layout', 'prefix', list(tasks.parity.LAYOUTS),
+flags.DEFINE_enum('layout', _TASK['layout'], list(tasks.parity.LAYOUTS),
                   'Which k elements of a vector are non-zero: "prefix" (the '
                   'first k: a k-bit vector zero-padded, as public '
                   'reproductions build it) or "random" (a uniformly random '
                   'k-subset). Sec. 3.1 does not say; see BUILD_NOTES.md.')
-_act.define_flags(cell='elman', hidden_size=128, batch_size=128, max_steps=100,
-                  steps=300_000, learning_rate=1e-3, eval_every=10_000,
-                  tau=0.01, workdir='act_parity',
-                  # Parity rows halt together (N is 2-3): compaction would
-                  # only add its few-percent overhead, and 4 slots with
-                  # their vjp residuals make the backward pass a plain
-                  # transpose (10-15% faster steps; BUILD_NOTES.md).
-                  compact_rows=0, ponder_slots=4, save_residuals=True)
+_act.define_flags(_PAPER)
+_act.define_workdir('act_parity')
 # Shared flags are key flags of this binary, so --help lists them.
 flags.adopt_module_key_flags(_common)
 flags.adopt_module_key_flags(_act)

@@ -25,12 +25,16 @@ from absl import flags
 
 from experiments import _act
 from experiments import _common
+from vcrnn_jax.training import act_tasks
 
-_common.define_positive_int('min_len', 2, 'Fewest numbers to sort (paper: 2).')
-_common.define_positive_int('max_len', 15, 'Most numbers to sort (paper: 15).')
-_act.define_flags(cell='lstm', hidden_size=512, batch_size=16, max_steps=100,
-                  steps=20_000, learning_rate=1e-3, eval_every=1000,
-                  tau=0.001, workdir='act_sort')
+_PAPER = act_tasks.PAPER_SETTINGS['sort']
+_TASK = _PAPER['task_kwargs']
+_common.define_positive_int(
+    'min_len', _TASK['min_len'], 'Fewest numbers to sort (paper: 2).')
+_common.define_positive_int(
+    'max_len', _TASK['max_len'], 'Most numbers to sort (paper: 15).')
+_act.define_flags(_PAPER)
+_act.define_workdir('act_sort')
 # Shared flags are key flags of this binary, so --help lists them.
 flags.adopt_module_key_flags(_common)
 flags.adopt_module_key_flags(_act)

@@ -54,16 +54,19 @@ import pathlib
 
 from absl import flags
 
+from experiments import _act
 from experiments import _common
 from vcrnn_jax import tasks
+from vcrnn_jax.analysis import act_sweep
 from vcrnn_jax.analysis import plots
 from vcrnn_jax.analysis import sweep
 
 _TASK_LINE = '; '.join(
     f'{name}: {d["cell"]} {d["hidden_size"]}, batch {d["batch_size"]}, '
-    f'M={d["max_steps"]}' for name, d in sweep.TASK_DEFAULTS.items())
+    f'M={d["max_steps"]}, {d["steps"]} steps'
+    for name, d in act_sweep.TASK_DEFAULTS.items())
 
-flags.DEFINE_enum('task', 'parity', list(sweep.TASKS), 'Synthetic task of '
+flags.DEFINE_enum('task', 'parity', list(act_sweep.TASKS), 'Synthetic task of '
                   'ACT Section 3.1-3.4; it sets the defaults of the model '
                   f'and training flags below ({_TASK_LINE}).')
 flags.DEFINE_string('taus', 'paper', "Time penalties tau (Eq. 12): "
@@ -81,42 +84,9 @@ _common.define_positive_int('bits', None, 'Parity only: elements per input '
 flags.DEFINE_enum('layout', None, list(tasks.parity.LAYOUTS), 'Parity only: '
                   'which k elements are non-zero (default: prefix; see '
                   'experiments.act_parity --help).')
-flags.DEFINE_enum('cell', None, ['elman', 'gru', 'lstm'], 'Recurrent cell '
-                  '(default: the paper\'s for --task).')
-_common.define_positive_int('hidden_size', None, 'Units of the recurrent '
-                            'cell (default: the paper\'s for --task).')
-_common.define_positive_int('max_steps', None, 'ACT hard limit M on ponder '
-                            'steps per input (Eq. 13; default: the paper\'s '
-                            'for --task, 100 or 20 for addition).')
-_common.define_float('epsilon', 0.01, 'ACT halting threshold epsilon of Eq. 7 '
-                     '(paper: 0.01).')
-flags.DEFINE_float('halting_bias', 1.0, 'Initial bias b_h of the halting unit '
-                   '(Eq. 5; paper: 1).')
-flags.DEFINE_enum('loop', 'while', ['while', 'scan'], 'ACT pondering loop: '
-                  '"while" costs what it computes; "scan" is the masked '
-                  'reference over all M steps.')
-_common.define_positive_int('steps', None, 'Training steps per run (default '
-                            '100000 for parity, 20000 for the other tasks).')
-_common.define_positive_int('batch_size', None, 'Sequences per training batch '
-                            '(default: the paper\'s for --task).')
-flags.DEFINE_float('learning_rate', None, 'Adam learning rate (default 1e-3 '
-                   'for every task).')
-flags.register_validator(
-    'learning_rate', lambda v: v is None or (v > 0 and v < float('inf')),
-    message='--learning_rate must be a finite number > 0')
-_common.define_positive_int('eval_every', None, 'Evaluate each run (its '
-                            'metrics.jsonl) every this many steps (default '
-                            '10000 for parity, 1000 for the other tasks).')
-_common.define_positive_int('checkpoint_every', None, 'Save a checkpoint '
-                            'every this many steps (default: --eval_every). '
-                            'The last step is always saved.')
-_common.define_positive_int('keep_checkpoints', 2, 'Checkpoints kept per run '
-                            '(the last is what a rerun restores).')
-flags.DEFINE_float('grad_clip_norm', None, 'Clip gradients to this global '
-                   'norm (default: no clipping, as in the paper).')
-flags.register_validator(
-    'grad_clip_norm', lambda v: v is None or (0 < v < float('inf')),
-    message='--grad_clip_norm must be a finite number > 0')
+# The model, ACT and training flags of every ACT binary, with each task's
+# paper values as defaults (act_tasks.PAPER_SETTINGS).
+_act.define_flags(None, task_flags=False)
 _common.define_positive_int('eval_batch_size', 1000, 'Held-out sequences of '
                             'the final evaluation and of each difficulty '
                             '(paper: 1,000).')
@@ -133,6 +103,7 @@ flags.DEFINE_string('compilation_cache', None, 'Folder of JAX\'s persistent '
 _common.define_workdir('runs/act_sweep/<task>')
 
 flags.adopt_module_key_flags(_common)  # so --help lists them
+flags.adopt_module_key_flags(_act)
 FLAGS = flags.FLAGS
 
 
@@ -148,7 +119,7 @@ def _list_validator(parse):
   return check
 
 
-flags.register_validator('taus', _list_validator(sweep.parse_taus))
+flags.register_validator('taus', _list_validator(act_sweep.parse_taus))
 flags.register_validator(
     'seeds', _list_validator(lambda v: sweep.parse_ints('seeds', v)))
 flags.register_validator(
@@ -171,18 +142,16 @@ def main(argv):
   workdir = pathlib.Path(FLAGS.workdir or
                          pathlib.Path('runs', 'act_sweep', FLAGS.task))
   if FLAGS.plot_only:
-    results = [r for r in sweep.read_rows(workdir / sweep.RESULTS_FILENAME)
-               if r['task'] == FLAGS.task]
+    results = [r for r in sweep.read_rows(
+        workdir / act_sweep.RESULTS_FILENAME) if r['task'] == FLAGS.task]
     if not results:
       raise FileNotFoundError(
-          f'no {FLAGS.task} rows in {workdir / sweep.RESULTS_FILENAME}; run '
-          'the sweep first (or pass the --task it was run with).')
+          f'no {FLAGS.task} rows in {workdir / act_sweep.RESULTS_FILENAME}; '
+          'run the sweep first (or pass the --task it was run with).')
     difficulty = [r for r in sweep.read_rows(
-        workdir / sweep.DIFFICULTY_FILENAME) if r['task'] == FLAGS.task]
+        workdir / act_sweep.DIFFICULTY_FILENAME) if r['task'] == FLAGS.task]
     _plot(results, difficulty, workdir)
     return
-  if FLAGS.epsilon >= 1:
-    raise ValueError(f'--epsilon must be < 1, got {FLAGS.epsilon}.')
   parity_kwargs = {k: v for k, v in
                    (('bits', FLAGS.bits), ('layout', FLAGS.layout))
                    if v is not None}
@@ -191,13 +160,20 @@ def main(argv):
                      f'only, not --task={FLAGS.task}.')
   difficulties = (sweep.parse_ints('difficulties', FLAGS.difficulties, low=1)
                   if FLAGS.difficulties else None)
-  config = sweep.default_config(
+  config = act_sweep.default_config(
       FLAGS.task,
       task_kwargs=parity_kwargs or None,
       cell=FLAGS.cell, hidden_size=FLAGS.hidden_size,
       max_steps=FLAGS.max_steps, epsilon=FLAGS.epsilon,
-      halting_bias=FLAGS.halting_bias, loop=FLAGS.loop, steps=FLAGS.steps,
+      halting_bias=FLAGS.halting_bias, loop=FLAGS.loop,
+      compact_rows=FLAGS.compact_rows, ponder_slots=FLAGS.ponder_slots,
+      save_residuals=FLAGS.save_residuals, steps=FLAGS.steps,
       batch_size=FLAGS.batch_size, learning_rate=FLAGS.learning_rate,
+      optimizer=FLAGS.optimizer, momentum=FLAGS.momentum,
+      weight_decay=FLAGS.weight_decay, lr_decay=FLAGS.lr_decay,
+      lr_decay_every=FLAGS.lr_decay_every,
+      lr_decay_start=(FLAGS.lr_decay_start if FLAGS.lr_decay_start is not None
+                      else FLAGS.lr_decay_every),
       eval_every=FLAGS.eval_every, checkpoint_every=FLAGS.checkpoint_every,
       keep_checkpoints=FLAGS.keep_checkpoints,
       grad_clip_norm=FLAGS.grad_clip_norm,
@@ -207,15 +183,15 @@ def main(argv):
            else FLAGS.compilation_cache)
   if cache:
     sweep.enable_compilation_cache(cache)
-  runs = sweep.make_grid(sweep.parse_taus(FLAGS.taus),
-                         sweep.parse_ints('seeds', FLAGS.seeds),
-                         baseline=FLAGS.baseline)
-  summary = sweep.run_sweep(config, runs, workdir,
-                            log=lambda line: print(line, flush=True))
+  runs = act_sweep.make_grid(act_sweep.parse_taus(FLAGS.taus),
+                             sweep.parse_ints('seeds', FLAGS.seeds),
+                             baseline=FLAGS.baseline)
+  summary = act_sweep.run_sweep(config, runs, workdir,
+                                log=lambda line: print(line, flush=True))
   print(f'{len(summary.trained)} trained, {len(summary.restored)} restored, '
         f'{len(summary.skipped)} already done, {len(summary.diverged)} '
-        f'diverged; rows in {workdir / sweep.RESULTS_FILENAME} and '
-        f'{workdir / sweep.DIFFICULTY_FILENAME}.', flush=True)
+        f'diverged; rows in {workdir / act_sweep.RESULTS_FILENAME} and '
+        f'{workdir / act_sweep.DIFFICULTY_FILENAME}.', flush=True)
   if summary.results:
     _plot(summary.results, summary.difficulty, workdir)
 

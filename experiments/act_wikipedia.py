@@ -6,7 +6,9 @@ Command (paper size; needs a GPU to be practical)::
 
 where ``/path/to/data`` holds ``enwik8`` or ``enwik8.zip`` (Hutter prize
 layout: raw bytes, the last 5M test and the 5M before valid); any byte file
-works with ``--data_path=FILE``. Without either, enwik8 is downloaded into the
+works with ``--data=bytes --data_path=FILE``, and any UTF-8 text with
+``--data=text --data_path=FILE`` (a character vocabulary instead of 256 bytes).
+Without either, enwik8 is downloaded into the
 cache (``$VCRNN_JAX_DATA`` or ``~/.cache/vcrnn_jax``). One byte per step
 (one-hot), next byte predicted with a 256-way softmax, windows of 500
 consecutive bytes at random offsets with the state reset to zero at each
@@ -41,12 +43,17 @@ from experiments import _act
 from experiments import _common
 from vcrnn_jax import data
 from vcrnn_jax.training import act_lm
-from vcrnn_jax.training.train import train_and_evaluate
+from vcrnn_jax.training import act_tasks
 
+flags.DEFINE_enum('data', 'enwik8', ['enwik8', 'bytes', 'text'], 'Corpus: '
+                  '"enwik8" (the paper\'s; bytes), "bytes" (any file as raw '
+                  'bytes, split like enwik8) or "text" (any UTF-8 file, a '
+                  'character vocabulary; split 90/5/5 at line starts); the '
+                  'last two read --data_path.')
 flags.DEFINE_string('data_dir', None, 'Folder holding enwik8 or enwik8.zip '
                     '(or <data_dir>/enwik8/); bypasses downloading.')
-flags.DEFINE_string('data_path', None, 'Any file, read as raw bytes and split '
-                    'like enwik8 (90/5/5 contiguous); overrides --data_dir.')
+flags.DEFINE_string('data_path', None, 'The file of --data=bytes or '
+                    '--data=text (with --data=enwik8 it means --data=bytes).')
 _common.define_positive_int('max_bytes', None, 'Read only the first this many '
                             'bytes of the corpus (quick runs).')
 _common.define_positive_int('seq_len', 500, 'Bytes per training window '
@@ -56,9 +63,9 @@ _common.define_positive_int('eval_windows', 64, 'Held-out windows of the '
 flags.DEFINE_integer('plot_ponder_bytes', 0, 'After training, plot the ponder '
                      'over this many bytes of the valid split (Fig. 23); 0: no '
                      'plot.', lower_bound=0)
-_act.define_flags(cell='lstm', hidden_size=1500, batch_size=16, max_steps=100,
-                  steps=10_000, learning_rate=1e-3, eval_every=500, tau=0.01,
-                  workdir='act_wikipedia')
+_act.define_flags(act_tasks.WIKIPEDIA_SETTINGS, task_flags=False)
+_act.define_workdir('act_wikipedia')
+_common.declare_resumable('data_path', 'eval_windows', 'plot_ponder_bytes')
 # Shared flags are key flags of this binary, so --help lists them.
 flags.adopt_module_key_flags(_common)
 flags.adopt_module_key_flags(_act)
@@ -68,23 +75,29 @@ FLAGS = flags.FLAGS
 def main(argv):
   del argv
   model = _act.model_config()
-  _common.check_run_flags(_act.workdir('act_wikipedia'))
-  if FLAGS.data_path:
-    ds = data.load('bytes', path=FLAGS.data_path, max_length=FLAGS.max_bytes)
-  else:
+  kind = 'bytes' if FLAGS.data == 'enwik8' and FLAGS.data_path else FLAGS.data
+  if kind == 'enwik8':
     ds = data.load('enwik8', FLAGS.data_dir, max_length=FLAGS.max_bytes)
-  experiment = act_lm.lm_experiment(
+  elif not FLAGS.data_path:
+    raise ValueError(f'--data={kind} reads --data_path; give the file.')
+  else:
+    ds = data.load(kind, path=FLAGS.data_path, max_length=FLAGS.max_bytes)
+  vocab = act_lm.BYTES if kind != 'text' else ds.vocab.size
+  task = act_lm.lm_task(
       ds.train, ds.valid, model, batch_size=FLAGS.batch_size,
-      seq_len=FLAGS.seq_len, eval_windows=FLAGS.eval_windows)
+      seq_len=FLAGS.seq_len, vocab_size=vocab,
+      eval_windows=FLAGS.eval_windows)
   workdir = _act.workdir('act_wikipedia')
-  result = train_and_evaluate(experiment, _act.train_config('act_wikipedia'),
-                              workdir)
+  result = _common.train(task.experiment, _act.train_config('act_wikipedia'),
+                         workdir)
   if FLAGS.plot_ponder_bytes:
     from vcrnn_jax.analysis import plots  # matplotlib is optional
     text = ds.valid[:FLAGS.plot_ponder_bytes + 1]
-    ponder = act_lm.ponder_over_text(result.params, model, text)
+    ponder = act_lm.ponder_over_text(task, result.params, text)
     path = workdir / 'ponder_over_text.png'
-    plots.plot_ponder_over_text(bytes(text[:-1].tolist()), ponder, path)
+    shown = (bytes(text[:-1].tolist()) if kind != 'text'
+             else list(ds.vocab.decode(text[:-1])))
+    plots.plot_ponder_over_text(shown, ponder, path)
     print(f'wrote {path}')
 
 

@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from vcrnn_jax.analysis import plots
+from vcrnn_jax.analysis import act_sweep
 from vcrnn_jax.analysis import sweep
 from vcrnn_jax.training.train import TrainingDiverged
 
@@ -53,7 +54,7 @@ def _csv(path):
 
 
 def test_paper_taus_are_the_37_distinct_values_of_i_times_ten_to_minus_j():
-  taus = sweep.paper_taus()
+  taus = act_sweep.paper_taus()
   # i x 10^-j, i=1..10, j=1..4 is 40 products, but 10 x 10^-j = 1 x 10^-(j-1)
   # for j=2..4, so 37 distinct values.
   expected = []
@@ -67,20 +68,20 @@ def test_paper_taus_are_the_37_distinct_values_of_i_times_ten_to_minus_j():
   products = {fractions.Fraction(i, 10 ** j) for i in range(1, 11)
               for j in range(1, 5)}
   assert len(products) == 37
-  assert sweep.parse_taus('paper') == taus
-  assert sweep.parse_taus(' Paper ') == taus
-  wiki = sweep.paper_taus(max_exponent=3)
+  assert act_sweep.parse_taus('paper') == taus
+  assert act_sweep.parse_taus(' Paper ') == taus
+  wiki = act_sweep.paper_taus(max_exponent=3)
   assert len(wiki) == 28 and wiki[0] == 1e-3 and wiki[-1] == 1.0
 
 
 def test_parse_taus_and_ints():
-  assert sweep.parse_taus('3e-2, 1e-2,0.01') == (0.01, 0.03)
-  assert sweep.parse_taus('0') == (0.0,)
+  assert act_sweep.parse_taus('3e-2, 1e-2,0.01') == (0.01, 0.03)
+  assert act_sweep.parse_taus('0') == (0.0,)
   assert sweep.parse_ints('seeds', '0-2,5, 1') == (0, 1, 2, 5)
   for bad, needle in [('abc', "'abc' is not a number"), ('', 'not a number'),
                       ('1e-3,-1', '>= 0'), ('nan', '>= 0'), ('inf', '>= 0')]:
     with pytest.raises(ValueError, match=needle):
-      sweep.parse_taus(bad)
+      act_sweep.parse_taus(bad)
   for bad, needle in [('x', "'x' is not an integer"), ('3-1', 'empty'),
                       ('-1', 'not an integer'), ('0,,1', "'' is not")]:
     with pytest.raises(ValueError, match=needle):
@@ -90,11 +91,11 @@ def test_parse_taus_and_ints():
 
 
 def test_make_grid_names_and_order():
-  runs = sweep.make_grid([1e-2, 1e-3, 0.01], [1, 0])
+  runs = act_sweep.make_grid([1e-2, 1e-3, 0.01], [1, 0])
   assert [r.name for r in runs] == [
       'noact_seed=0', 'tau=0.001_seed=0', 'tau=0.01_seed=0',
       'noact_seed=1', 'tau=0.001_seed=1', 'tau=0.01_seed=1']
-  runs = sweep.make_grid([3e-4], [0], baseline=False)
+  runs = act_sweep.make_grid([3e-4], [0], baseline=False)
   assert [r.name for r in runs] == ['tau=0.0003_seed=0']
 
 
@@ -103,39 +104,39 @@ def test_default_config_per_task_matches_the_paper():
               'logic': ('lstm', 128, 16, 100),
               'addition': ('lstm', 512, 32, 20), 'sort': ('lstm', 512, 16, 100)}
   for task, (cell, hidden, batch, m) in expected.items():
-    c = sweep.default_config(task)
+    c = act_sweep.default_config(task)
     assert (c.cell, c.hidden_size, c.batch_size, c.max_steps) == (
         cell, hidden, batch, m), task
-  assert sweep.default_config('parity').difficulties == tuple(range(1, 65))
-  assert sweep.default_config('parity').task_kwargs['layout'] == 'prefix'
-  assert sweep.default_config(
+  assert act_sweep.default_config('parity').difficulties == tuple(range(1, 65))
+  assert act_sweep.default_config('parity').task_kwargs['layout'] == 'prefix'
+  assert act_sweep.default_config(
       'parity', task_kwargs={'layout': 'random'}).task_kwargs == {
           'bits': 64, 'layout': 'random'}
-  assert sweep.default_config('parity', task_kwargs={'bits': 8}).difficulties \
+  assert act_sweep.default_config('parity', task_kwargs={'bits': 8}).difficulties \
       == tuple(range(1, 9))
-  logic = sweep.default_config('logic')
+  logic = act_sweep.default_config('logic')
   assert logic.difficulties == tuple(range(1, 11))
   assert logic.difficulty_seq_len == 5                  # Fig. 10
-  assert sweep.default_config('addition').difficulty_seq_len == 3   # Fig. 14
-  assert sweep.default_config('sort').difficulties == tuple(range(2, 16))
-  c = sweep.default_config('parity', hidden_size=None, steps=7)
+  assert act_sweep.default_config('addition').difficulty_seq_len == 3   # Fig. 14
+  assert act_sweep.default_config('sort').difficulties == tuple(range(2, 16))
+  c = act_sweep.default_config('parity', hidden_size=None, steps=7)
   assert c.hidden_size == 128 and c.steps == 7         # None keeps the default
   with pytest.raises(ValueError, match='no argument'):
-    sweep.default_config('logic', task_kwargs={'bits': 8})
+    act_sweep.default_config('logic', task_kwargs={'bits': 8})
   with pytest.raises(ValueError, match='task must be one of'):
-    sweep.default_config('nope')
+    act_sweep.default_config('nope')
 
 
 def test_manifest_rejects_other_settings(tmp_path):
-  config = sweep.default_config('parity', task_kwargs={'bits': 8})
-  sweep.check_manifest(tmp_path, config)
-  sweep.check_manifest(tmp_path, config)   # Same settings: fine.
-  longer = sweep.default_config('parity', task_kwargs={'bits': 8}, steps=99)
-  sweep.check_manifest(tmp_path, longer)   # More steps continue the runs.
-  other = sweep.default_config('parity', task_kwargs={'bits': 8},
+  config = act_sweep.default_config('parity', task_kwargs={'bits': 8})
+  act_sweep.check_manifest(tmp_path, config)
+  act_sweep.check_manifest(tmp_path, config)   # Same settings: fine.
+  longer = act_sweep.default_config('parity', task_kwargs={'bits': 8}, steps=99)
+  act_sweep.check_manifest(tmp_path, longer)   # More steps continue the runs.
+  other = act_sweep.default_config('parity', task_kwargs={'bits': 8},
                                hidden_size=16)
   with pytest.raises(ValueError, match='hidden_size=128'):
-    sweep.check_manifest(tmp_path, other)
+    act_sweep.check_manifest(tmp_path, other)
 
 
 def test_upsert_rows_replaces_a_run_rows_and_round_trips(tmp_path):
@@ -144,9 +145,9 @@ def test_upsert_rows_replaces_a_run_rows_and_round_trips(tmp_path):
     return [dict(task='parity', act=tau is not None, tau=tau, seed=seed,
                  difficulty=d, sequence_error=error, ponder=1.5)
             for d in (1, 2)]
-  sweep.upsert_rows(path, sweep.DIFFICULTY_FIELDS, rows(0.01, 0, 0.5))
-  sweep.upsert_rows(path, sweep.DIFFICULTY_FIELDS, rows(None, 0, 0.4))
-  sweep.upsert_rows(path, sweep.DIFFICULTY_FIELDS, rows(0.01, 0, 0.1 + 0.2))
+  sweep.upsert_rows(path, act_sweep.DIFFICULTY_FIELDS, rows(0.01, 0, 0.5))
+  sweep.upsert_rows(path, act_sweep.DIFFICULTY_FIELDS, rows(None, 0, 0.4))
+  sweep.upsert_rows(path, act_sweep.DIFFICULTY_FIELDS, rows(0.01, 0, 0.1 + 0.2))
   got = sweep.read_rows(path)
   assert len(got) == 4
   assert [(r['act'], r['tau'], r['difficulty']) for r in got] == [
@@ -157,15 +158,15 @@ def test_upsert_rows_replaces_a_run_rows_and_round_trips(tmp_path):
 
 def test_default_config_rejects_impossible_difficulties():
   with pytest.raises(ValueError, match=r'difficulties must be in 1\.\.8'):
-    sweep.default_config('parity', task_kwargs={'bits': 8},
+    act_sweep.default_config('parity', task_kwargs={'bits': 8},
                          difficulties=(1, 9))
 
 
 def test_run_sweep_marks_a_diverged_run_and_skips_it_later(tmp_path,
                                                            monkeypatch):
-  config = sweep.default_config('parity', task_kwargs={'bits': 8}, steps=3,
+  config = act_sweep.default_config('parity', task_kwargs={'bits': 8}, steps=3,
                                 difficulties=(1, 2))
-  runs = sweep.make_grid([0.5], [0])
+  runs = act_sweep.make_grid([0.5], [0])
   calls = []
 
   def fake_run_one(config, run, run_dir):
@@ -174,21 +175,21 @@ def test_run_sweep_marks_a_diverged_run_and_skips_it_later(tmp_path,
     if run.act:
       raise TrainingDiverged('loss is nan at step 2; training stopped.')
     key = dict(task='parity', act=False, tau=None, seed=0)
-    return sweep.RunOutcome(
+    return act_sweep.RunOutcome(
         dict(key, steps=3, sequence_error=0.5, ponder=1.0, loss=0.7,
              wall_seconds=1.0),
         [dict(key, difficulty=d, sequence_error=0.5, ponder=1.0)
          for d in (1, 2)], 3)
 
-  monkeypatch.setattr(sweep, 'run_one', fake_run_one)
+  monkeypatch.setattr(act_sweep, 'run_one', fake_run_one)
   lines = []
-  summary = sweep.run_sweep(config, runs, tmp_path, log=lines.append)
+  summary = act_sweep.run_sweep(config, runs, tmp_path, log=lines.append)
   assert [r.name for r in summary.diverged] == ['tau=0.5_seed=0']
   assert [r.name for r in summary.trained] == ['noact_seed=0']
   assert 'loss is nan' in (tmp_path / 'tau=0.5_seed=0' /
                            sweep.DIVERGED_FILENAME).read_text()
   assert len(summary.results) == 1 and len(summary.difficulty) == 2
-  summary = sweep.run_sweep(config, runs, tmp_path, log=lines.append)
+  summary = act_sweep.run_sweep(config, runs, tmp_path, log=lines.append)
   assert calls == ['noact_seed=0', 'tau=0.5_seed=0', 'noact_seed=0']
   assert 'diverged before' in lines[-1]
   assert len(sweep.read_rows(tmp_path / 'results.csv')) == 1
@@ -205,7 +206,7 @@ def test_sweep_binary_writes_rows_and_plots_and_resumes(tmp_path):
   assert '6 trained, 0 restored, 0 already done' in out
 
   results = _csv(workdir / 'results.csv')
-  assert list(results[0]) == list(sweep.RESULTS_FIELDS)
+  assert list(results[0]) == list(act_sweep.RESULTS_FIELDS)
   keys = [(r['act'], r['tau'], r['seed']) for r in results]
   assert sorted(keys) == sorted(
       [('false', '', s) for s in '01'] +
@@ -217,7 +218,7 @@ def test_sweep_binary_writes_rows_and_plots_and_resumes(tmp_path):
     assert float(r['ponder']) == 1.0 if r['act'] == 'false' else (
         1.0 <= float(r['ponder']) <= 5.0)
   difficulty = _csv(workdir / 'difficulty.csv')
-  assert list(difficulty[0]) == list(sweep.DIFFICULTY_FIELDS)
+  assert list(difficulty[0]) == list(act_sweep.DIFFICULTY_FIELDS)
   assert len(difficulty) == 6 * 2
   assert {r['difficulty'] for r in difficulty} == {'1', '8'}
   for name in ('error_by_tau.png', 'error_vs_ponder.png', 'by_difficulty.png'):
@@ -335,7 +336,7 @@ def test_sweep_plots_from_hand_made_rows(tmp_path):
   # Typed rows (as sweep.read_rows gives them) work too; so does a sweep with
   # the paper's 37 taus (colour bar instead of legend) and no baseline.
   typed = [dict(act=True, tau=t, seed=0, sequence_error=t, ponder=2.0 - t)
-           for t in sweep.paper_taus()]
+           for t in act_sweep.paper_taus()]
   _assert_png(plots.plot_error_by_tau(typed, tmp_path / 'a.png'))
   _assert_png(plots.plot_error_vs_ponder(typed, tmp_path / 'b.png'))
   by_difficulty = [dict(r, difficulty=d) for r in typed for d in (1, 2)]

@@ -25,12 +25,15 @@ Example::
   plots.plot_error_by_tau(rows, 'runs/sweep_parity/error_by_tau.png')
 """
 
+import logging
 import math
 import pathlib
 import unicodedata
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
 import numpy as np
+
+from vcrnn_jax.core import check_positive_int
 
 ERROR_BY_TAU_PNG = 'error_by_tau.png'
 ERROR_VS_PONDER_PNG = 'error_vs_ponder.png'
@@ -43,6 +46,9 @@ _MAX_LEGEND_TAUS = 8
 
 def _matplotlib():
   """Imports matplotlib's object API, with a clear error if it is missing."""
+  # matplotlib logs "generated new fontManager" at INFO the first time it
+  # builds its font cache; the console belongs to the binaries' own lines.
+  logging.getLogger('matplotlib.font_manager').setLevel(logging.WARNING)
   try:
     # pylint: disable=g-import-not-at-top
     from matplotlib import colors
@@ -452,6 +458,87 @@ def _drawable(labels: list[str]) -> list[str]:
           for l in labels]
 
 
+def symbol_labels(symbols: Sequence[Any]) -> list[str]:
+  """One printable tick label per symbol (a str, or a byte as an int).
+
+  Spaces show as ``␣``, newlines as ``↵``, tabs as ``⇥``; multi-character
+  symbols (words, music tokens) are kept as they are.
+  """
+  labels = []
+  for sym in symbols:
+    if isinstance(sym, (int, np.integer)):
+      labels.extend(byte_labels(bytes([int(sym)])) or ['·'])
+    elif len(str(sym)) == 1 and ord(str(sym)) in _SPECIAL:
+      labels.append(_SPECIAL[ord(str(sym))])
+    else:
+      text = str(sym)
+      labels.append(text if text.isprintable() else '·')
+  return labels
+
+
+def plot_over_text(labels: Sequence[str], values: Sequence[float], path, *,
+                   ylabel: str, title: str, xlabel: str = 'input symbol',
+                   chars_per_row: int = 80,
+                   base: Optional[float] = None) -> pathlib.Path:
+  """A value per symbol along a text: a bar above each symbol's label.
+
+  The text runs along the x axis, wrapped into rows of ``chars_per_row``
+  symbols that share one y scale. ACT's ponder (Fig. 23) and VCRNN's
+  computation ``m_t`` (Fig. 3/5) are drawn with it.
+
+  Args:
+    labels: one tick label per value (see :func:`byte_labels`,
+      :func:`symbol_labels`).
+    values: one finite number per label.
+    path: the PNG to write.
+    ylabel, title, xlabel: the figure's texts.
+    chars_per_row: symbols per row.
+    base: where the bars start (default: ``min(0, min(values))``).
+
+  Returns:
+    ``path``.
+
+  Raises:
+    ValueError: empty labels, a length mismatch, a non-finite value or a bad
+      ``chars_per_row``.
+  """
+  values = np.asarray(values, np.float64).reshape(-1)
+  if not len(labels):
+    raise ValueError('the text is empty; nothing to plot.')
+  if values.size != len(labels):
+    raise ValueError(f'got {values.size} values for {len(labels)} symbols; '
+                     'give one value per symbol.')
+  if not np.all(np.isfinite(values)):
+    raise ValueError('the values contain NaN or infinite entries.')
+  check_positive_int('chars_per_row', chars_per_row)
+  labels = _drawable(list(labels))
+  n = len(labels)
+  n_rows = -(-n // chars_per_row)
+  width = min(n, chars_per_row)
+  fig = _new_figure((max(6.5, 1.2 + 0.14 * width), 0.6 + 1.5 * n_rows))
+  axes = fig.subplots(n_rows, 1, squeeze=False)[:, 0]
+  base = min(0.0, float(values.min())) if base is None else base
+  top = float(values.max())
+  top = top + 0.08 * max(top - base, 1e-3)
+  for row, ax in enumerate(axes):
+    lo, hi = row * chars_per_row, min((row + 1) * chars_per_row, n)
+    x = np.arange(hi - lo)
+    ax.bar(x, values[lo:hi] - base, bottom=base, width=0.85, color='tab:blue')
+    ax.set_xlim(-0.6, width - 0.4)   # Rows share one x scale.
+    ax.set_ylim(base, top)
+    ax.set_xticks(x)
+    ax.set_xticklabels(labels[lo:hi], fontfamily='monospace', fontsize=8,
+                       parse_math=False)
+    ax.tick_params(axis='x', length=0)
+    ax.set_ylabel(ylabel, fontsize=8)
+    ax.grid(axis='y', alpha=0.3)
+    for spine in ('top', 'right'):
+      ax.spines[spine].set_visible(False)
+  axes[-1].set_xlabel(xlabel)
+  fig.suptitle(title)
+  return _save(fig, path)
+
+
 def plot_ponder_over_text(text_bytes: Union[bytes, str, Sequence[int]],
                           ponder: Sequence[float], path, *,
                           chars_per_row: int = 80,
@@ -466,6 +553,8 @@ def plot_ponder_over_text(text_bytes: Union[bytes, str, Sequence[int]],
   Args:
     text_bytes: the input bytes (a ``str`` is encoded as UTF-8; ints must be
       in 0..255); one ponder value per byte, as the byte-level model reads it.
+      A list of ``str`` symbols (a character model) gets one value per
+      symbol.
     ponder: ``rho_t = N(t) + R(t)`` per byte (ACT Eq. 10), same length.
     path: the PNG to write.
     chars_per_row: bytes per row of the figure.
@@ -478,49 +567,143 @@ def plot_ponder_over_text(text_bytes: Union[bytes, str, Sequence[int]],
     ValueError: empty text, a length mismatch, a non-finite ponder or a bad
       ``chars_per_row``.
   """
-  if isinstance(text_bytes, str):
-    text_bytes = text_bytes.encode('utf-8')
-  try:
-    data = bytes(text_bytes)
-  except (TypeError, ValueError) as e:
-    raise ValueError('text_bytes must be bytes, a str or ints in 0..255, got '
-                     f'{type(text_bytes).__name__}: {e}') from None
+  if isinstance(text_bytes, (list, tuple)) and text_bytes and all(
+      isinstance(t, str) for t in text_bytes):
+    labels, unit = symbol_labels(text_bytes), 'symbols'
+  else:
+    if isinstance(text_bytes, str):
+      text_bytes = text_bytes.encode('utf-8')
+    try:
+      data = bytes(text_bytes)
+    except (TypeError, ValueError) as e:
+      raise ValueError('text_bytes must be bytes, a str or ints in 0..255, '
+                       f'got {type(text_bytes).__name__}: {e}') from None
+    labels, unit = byte_labels(data), 'bytes'
   values = np.asarray(ponder, np.float64).reshape(-1)
-  if not data:
-    raise ValueError('text_bytes is empty; nothing to plot.')
-  if values.size != len(data):
+  if labels and values.size != len(labels):
     raise ValueError(f'ponder has {values.size} values but text_bytes has '
-                     f'{len(data)} bytes; give one ponder value per byte.')
-  if not np.all(np.isfinite(values)):
-    raise ValueError('ponder contains NaN or infinite values.')
-  if isinstance(chars_per_row, bool) or not isinstance(chars_per_row, int) or (
-      chars_per_row < 1):
-    raise ValueError('chars_per_row must be a positive integer, got '
-                     f'{chars_per_row!r}.')
-  labels = _drawable(byte_labels(data))
-  n_rows = -(-len(data) // chars_per_row)
-  width = min(len(data), chars_per_row)
-  fig = _new_figure((max(6.5, 1.2 + 0.14 * width), 0.6 + 1.5 * n_rows))
-  axes = fig.subplots(n_rows, 1, squeeze=False)[:, 0]
+                     f'{len(labels)} {unit}; give one ponder value per '
+                     f'{unit[:-1]}.')
+  mean = float(values.mean()) if values.size else float('nan')
   # Ponder is >= 1 for ACT; starting the bars at 1 shows the extra steps.
-  base = min(1.0, float(values.min()))
-  top = float(values.max())
-  top = top + 0.08 * max(top - base, 1e-3)
-  for row, ax in enumerate(axes):
-    lo, hi = row * chars_per_row, min((row + 1) * chars_per_row, len(data))
-    x = np.arange(hi - lo)
-    ax.bar(x, values[lo:hi] - base, bottom=base, width=0.85, color='tab:blue')
-    ax.set_xlim(-0.6, width - 0.4)   # Rows share one x scale.
-    ax.set_ylim(base, top)
-    ax.set_xticks(x)
-    ax.set_xticklabels(labels[lo:hi], fontfamily='monospace', fontsize=8,
-                       parse_math=False)
-    ax.tick_params(axis='x', length=0)
-    ax.set_ylabel('ponder', fontsize=8)
-    ax.grid(axis='y', alpha=0.3)
-    for spine in ('top', 'right'):
-      ax.spines[spine].set_visible(False)
-  axes[-1].set_xlabel('input byte (␣ space, ↵ newline)')
-  fig.suptitle(title or 'Ponder time during a text sequence '
-               f'({len(data)} bytes, mean ponder {values.mean():.3f})')
+  return plot_over_text(
+      labels, values, path, ylabel='ponder',
+      xlabel=f'input {unit[:-1]} (␣ space, ↵ newline)',
+      chars_per_row=chars_per_row,
+      base=min(1.0, float(values.min())) if values.size else None,
+      title=title or 'Ponder time during a text sequence '
+      f'({len(labels)} {unit}, mean ponder {mean:.3f})')
+
+
+# ----------------------------------------------------------------------------
+# Realized depth (EI-REHN) and computation (VCRNN) per step and per group.
+
+
+def _check_layers(values: Mapping[str, Any], what: str) -> dict:
+  if not values:
+    raise ValueError(f'{what}: no values to plot.')
+  out = {str(k): np.asarray(v, np.float64).reshape(-1)
+         for k, v in values.items()}
+  for k, v in out.items():
+    if not v.size or not np.all(np.isfinite(v)):
+      raise ValueError(f'{what}: {k!r} is empty or not finite.')
+  return out
+
+
+def plot_depth_along_sequence(depths: Mapping[str, Sequence[float]], path, *,
+                              title: str, ylabel: str = 'realized depth R_t',
+                              labels: Optional[Sequence[str]] = None
+                              ) -> pathlib.Path:
+  """A per-step value along one sequence, one line per layer (EI-REHN R_t).
+
+  Args:
+    depths: layer name -> ``[T]`` values (e.g. ``{'depth_0': ..., 'depth_1':
+      ...}``).
+    path: the PNG to write.
+    title: the figure title.
+    ylabel: the y axis label.
+    labels: optional ``[T]`` tick labels (the input symbols).
+  """
+  depths = _check_layers(depths, 'plot_depth_along_sequence')
+  length = max(v.size for v in depths.values())
+  fig = _new_figure((max(6.5, min(30.0, 0.12 * length + 2)), 3.0))
+  ax = fig.subplots()
+  for name, v in depths.items():
+    ax.step(np.arange(v.size), v, where='mid', label=name)
+  if labels is not None:
+    ax.set_xticks(np.arange(len(labels)))
+    ax.set_xticklabels(symbol_labels(labels), fontfamily='monospace',
+                       fontsize=7, parse_math=False)
+  ax.set_xlabel('time step t')
+  ax.set_ylabel(ylabel)
+  ax.grid(alpha=0.3)
+  if len(depths) > 1:
+    ax.legend(fontsize=8)
+  fig.suptitle(title)
   return _save(fig, path)
+
+
+def plot_depth_histograms(depths: Mapping[str, Sequence[float]],
+                          groups: Sequence[int], group_names: Sequence[str],
+                          path, *, title: str,
+                          xlabel: str = 'realized depth R_t') -> pathlib.Path:
+  """The distribution of a per-step integer value in each group, per layer.
+
+  EI-REHN's realized depth per activity class (HAR) or per word (PTB): one
+  panel per layer, one bar group per depth value, one bar per group (the
+  fraction of that group's steps at that depth), and the group's mean in the
+  legend.
+
+  Args:
+    depths: layer name -> per-step values, flattened (``[N]``).
+    groups: ``[N]`` group index of each step, in ``[0, len(group_names))``.
+    group_names: the legend names of the groups.
+    path: the PNG to write.
+    title: the figure title.
+    xlabel: the x axis label.
+  """
+  depths = _check_layers(depths, 'plot_depth_histograms')
+  groups = np.asarray(groups).reshape(-1)
+  for k, v in depths.items():
+    if v.size != groups.size:
+      raise ValueError(f'plot_depth_histograms: {k!r} has {v.size} values '
+                       f'but groups has {groups.size}.')
+  if groups.size and (groups.min() < 0 or groups.max() >= len(group_names)):
+    raise ValueError('plot_depth_histograms: groups must index group_names.')
+  top = int(max(v.max() for v in depths.values()))
+  values = np.arange(top + 1)
+  n = len(group_names)
+  fig = _new_figure((max(6.5, 0.5 * (top + 1) * max(n, 2) / 3 + 2),
+                     2.8 * len(depths)))
+  axes = fig.subplots(len(depths), 1, squeeze=False)[:, 0]
+  width = 0.8 / max(n, 1)
+  for ax, (name, v) in zip(axes, depths.items()):
+    for g, gname in enumerate(group_names):
+      sel = v[groups == g]
+      if not sel.size:
+        continue
+      freq = np.array([(np.round(sel) == d).mean() for d in values])
+      ax.bar(values + (g - (n - 1) / 2) * width, freq, width=width,
+             label=f'{gname} (mean {sel.mean():.2f})')
+    ax.set_xticks(values)
+    ax.set_ylabel(f'{name}: fraction')
+    ax.grid(axis='y', alpha=0.3)
+    ax.legend(fontsize=7, ncol=2)
+  axes[-1].set_xlabel(xlabel)
+  fig.suptitle(title)
+  return _save(fig, path)
+
+
+def plot_depth_by_class(stats: Mapping[str, Any], labels: Sequence[int],
+                        class_names: Sequence[str], path) -> pathlib.Path:
+  """Realized depth per class (EI-REHN on HAR): ``stats`` are ``[N, T]``."""
+  labels = np.asarray(labels).reshape(-1)
+  flat = {k: np.asarray(v).reshape(-1) for k, v in stats.items()
+          if k.startswith('depth')}
+  if not flat:
+    raise ValueError('plot_depth_by_class: no depth statistics (an elastic '
+                     'cell records them).')
+  steps = np.asarray(next(iter(stats.values()))).shape[1]
+  return plot_depth_histograms(
+      flat, np.repeat(labels, steps), list(class_names), path,
+      title='Realized depth per step, by activity (test windows)')

@@ -1,168 +1,29 @@
-r"""The ACT paper's grid search over the time penalty tau, resumable, with CSVs.
+"""Resumable grids of training runs with CSV results: the generic machinery.
 
-Graves (2016), Section 3, trains "20 randomly initialised networks ... for each
-value of tau" on a logarithmic grid :math:`\tau = i \times 10^{-j}`, ``i`` in
-1-10 and ``j`` in 1-4 (1-3 for Wikipedia), plus networks without ACT, and plots
-the final error rates (Figs 4/8/12/17), error versus ponder (Figs 5/9/13/18)
-and ponder and error versus difficulty (Figs 6/10/14/19). This module runs
-such a grid for the synthetic tasks, one run after the other in one process::
-
-  config = sweep.default_config('parity', steps=2000)
-  runs = sweep.make_grid(sweep.paper_taus(), seeds=range(20), baseline=True)
-  summary = sweep.run_sweep(config, runs, 'runs/sweep_parity')
-  summary.results      # rows of results.csv for this task
-  summary.difficulty   # rows of difficulty.csv for this task
-
-Layout of ``workdir``:
-
-* ``tau=<tau>_seed=<seed>/`` and ``noact_seed=<seed>/``: one workdir of
-  :func:`~vcrnn_jax.training.train.train_and_evaluate` per run (checkpoints,
-  ``metrics.jsonl``, TensorBoard), plus ``sweep_run.json`` holding the run's
-  training wall time summed over attempts;
-* ``results.csv``: one row per run, :data:`RESULTS_FIELDS`;
-* ``difficulty.csv``: one row per run and difficulty, :data:`DIFFICULTY_FIELDS`;
-* ``sweep.json``: the settings every run shares, checked on every invocation
-  so that one CSV never mixes runs of different models.
-
-Resuming (the same call again) is cheap and never duplicates rows:
-
-* a run whose checkpoint is at the final step and whose rows are in both CSVs
-  is skipped without being loaded;
-* a finished run with missing rows (CSVs deleted, new difficulties) is
-  restored through ``train_and_evaluate``, which returns at once when the
-  checkpoint is at the final step; its final metrics are read back from its
-  ``metrics.jsonl`` (re-evaluated if that line is gone) and the per-difficulty
-  evaluation is redone on the restored parameters;
-* an interrupted run resumes from its latest checkpoint;
-* rows are keyed by ``(task, act, tau, seed)`` and replaced, never appended
-  twice; both CSVs are rewritten sorted, through a temporary file.
-
-A run whose loss becomes NaN gets a ``diverged.txt`` marker and is skipped by
-later invocations (training is deterministic, so it would diverge again);
-delete its folder to retry it.
-
-Deviations from the paper (as for ``experiments/act_parity.py``): Adam with
-learning rate 1e-3 on one worker instead of 1e-4 with 16 Hogwild! threads, and
-far fewer than 1M updates per run (``steps`` in :data:`TASK_DEFAULTS`).
-
-References:
-  Graves, A. Adaptive Computation Time for Recurrent Neural Networks. 2016,
-  arXiv:1603.08983, Section 3.
+A sweep trains many runs one after the other in one process (each in its own
+workdir under the sweep's), keeps one CSV row per run (and per difficulty),
+keyed by the run's identity and replaced, never duplicated, and checks on
+every invocation that the sweep's shared settings did not change
+(``sweep.json``), so that one CSV never mixes runs of different models.
+:mod:`vcrnn_jax.analysis.act_sweep` is the ACT paper's tau grid on it.
 """
 
 import csv
-import dataclasses
-import decimal
 import json
-import math
-import os
 import pathlib
-import time
-from typing import (Any, Callable, Iterable, Mapping, NamedTuple, Optional,
-                    Sequence)
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 import jax
 
-from vcrnn_jax import tasks
-from vcrnn_jax.training import act_tasks
+from vcrnn_jax.files import atomic_write
 from vcrnn_jax.training.checkpoint import Checkpointer
-from vcrnn_jax.training.metrics import read_metrics
-from vcrnn_jax.training.train import (TrainConfig, TrainingDiverged,
-                                      train_and_evaluate)
+from vcrnn_jax.training.metric_writer import read_metrics
 
-RESULTS_FILENAME = 'results.csv'
-DIFFICULTY_FILENAME = 'difficulty.csv'
 MANIFEST_FILENAME = 'sweep.json'
 RUN_INFO_FILENAME = 'sweep_run.json'
 DIVERGED_FILENAME = 'diverged.txt'
-
-RESULTS_FIELDS = ('task', 'act', 'tau', 'seed', 'steps', 'sequence_error',
-                  'ponder', 'loss', 'wall_seconds')
-DIFFICULTY_FIELDS = ('task', 'act', 'tau', 'seed', 'difficulty',
-                     'sequence_error', 'ponder')
+# The identity of a run in the CSVs (the ACT grid's; other sweeps pass theirs).
 RUN_KEY = ('task', 'act', 'tau', 'seed')
-
-# The paper's model and task per synthetic task (Sections 3.1-3.4), and our
-# training budget (far below the paper's 1M updates x 16 threads, to fit CPUs).
-# 'difficulty_seq_len' is the sequence length of the paper's difficulty plots
-# (Fig. 10: length 5; Fig. 14: length 3); None lets the task choose.
-TASK_DEFAULTS: Mapping[str, Mapping[str, Any]] = {
-    'parity': dict(task_kwargs={'bits': 64, 'layout': 'prefix'},
-                   cell='elman', hidden_size=128, batch_size=128,
-                   max_steps=100, learning_rate=1e-3,
-                   steps=100_000, eval_every=10_000, difficulty_seq_len=None),
-    'logic': dict(task_kwargs={'max_len': 10, 'num_gates': 10}, cell='lstm',
-                  hidden_size=128, batch_size=16, max_steps=100,
-                  learning_rate=1e-3, steps=20_000, eval_every=1000,
-                  difficulty_seq_len=5),
-    'addition': dict(task_kwargs={'max_len': 5, 'max_digits': 5}, cell='lstm',
-                     hidden_size=512, batch_size=32, max_steps=20,
-                     learning_rate=1e-3, steps=20_000, eval_every=1000,
-                     difficulty_seq_len=3),
-    'sort': dict(task_kwargs={'min_len': 2, 'max_len': 15}, cell='lstm',
-                 hidden_size=512, batch_size=16, max_steps=100,
-                 learning_rate=1e-3, steps=20_000, eval_every=1000,
-                 difficulty_seq_len=None),
-}
-TASKS = tuple(TASK_DEFAULTS)
-
-
-# ----------------------------------------------------------------------------
-# The grid.
-
-
-def paper_taus(max_exponent: int = 4) -> tuple[float, ...]:
-  r"""The paper's time penalties :math:`i \times 10^{-j}`, sorted and unique.
-
-  With ``i`` in 1..10 and ``j`` in 1..``max_exponent`` there are
-  ``10 * max_exponent`` products but only ``9 * max_exponent + 1`` values:
-  ``10 x 10^-j`` equals ``1 x 10^-(j-1)`` for ``j >= 2``. For the synthetic
-  tasks (``max_exponent=4``) that is 37 values from 1e-4 to 1.0; for
-  Wikipedia (``max_exponent=3``) 28 values from 1e-3 to 1.0.
-
-  Args:
-    max_exponent: the largest ``j`` (4 for the synthetic tasks, 3 for
-      Wikipedia).
-
-  Returns:
-    The values in increasing order, each the float nearest its decimal
-    (``3e-4``, not ``3 * 1e-4 = 0.00030000000000000003``).
-  """
-  if isinstance(max_exponent, bool) or not isinstance(max_exponent, int) or (
-      max_exponent < 1):
-    raise ValueError('max_exponent must be a positive integer, got '
-                     f'{max_exponent!r}.')
-  # Exact decimal products, so equal values collapse and print as written.
-  values = {decimal.Decimal(i).scaleb(-j) for i in range(1, 11)
-            for j in range(1, max_exponent + 1)}
-  return tuple(float(v) for v in sorted(values))
-
-
-def parse_taus(text: str) -> tuple[float, ...]:
-  """Parses ``--taus``: ``'paper'`` or comma-separated numbers ``>= 0``.
-
-  Returns:
-    The sorted, de-duplicated values (``'paper'``: :func:`paper_taus`).
-
-  Raises:
-    ValueError: an empty list, a value that is not a number, or one that is
-      negative or not finite; the message names the value.
-  """
-  text = text.strip()
-  if text.lower() == 'paper':
-    return paper_taus()
-  values = set()
-  for part in text.split(','):
-    part = part.strip()
-    try:
-      value = float(part)
-    except ValueError:
-      raise ValueError(f'tau {part!r} is not a number; give comma-separated '
-                       "numbers such as 1e-3,0.01 or 'paper'.") from None
-    if not (math.isfinite(value) and value >= 0):
-      raise ValueError(f'tau must be a finite number >= 0, got {part!r}.')
-    values.add(value)
-  return tuple(sorted(values))
 
 
 def parse_ints(name: str, text: str, low: int = 0) -> tuple[int, ...]:
@@ -198,200 +59,22 @@ def parse_ints(name: str, text: str, low: int = 0) -> tuple[int, ...]:
   return tuple(sorted(values))
 
 
-def format_tau(tau: float) -> str:
-  """The shortest text that reads back as ``tau`` (``0.001``, ``1e-05``)."""
-  return repr(float(tau))
-
-
-class RunSpec(NamedTuple):
-  """One run of the grid: ACT with penalty ``tau``, or the no-ACT baseline."""
-  act: bool
-  tau: Optional[float]   # None for the baseline
-  seed: int
-
-  @property
-  def name(self) -> str:
-    """Its sub-workdir: ``tau=<tau>_seed=<seed>`` or ``noact_seed=<seed>``."""
-    if not self.act:
-      return f'noact_seed={self.seed}'
-    return f'tau={format_tau(self.tau)}_seed={self.seed}'
-
-
-def make_grid(taus: Iterable[float], seeds: Iterable[int], *,
-              baseline: bool = True) -> list[RunSpec]:
-  """Every ``(tau, seed)`` run, plus one no-ACT run per seed if ``baseline``.
-
-  Seeds are the outer loop, so an interrupted sweep already has every tau for
-  its first seeds (enough for a first look at the plots).
-  """
-  taus = sorted(set(float(t) for t in taus))
-  runs = []
-  for seed in sorted(set(int(s) for s in seeds)):
-    if baseline:
-      runs.append(RunSpec(False, None, seed))
-    runs.extend(RunSpec(True, tau, seed) for tau in taus)
-  return runs
-
-
-# ----------------------------------------------------------------------------
-# Configuration.
-
-
-@dataclasses.dataclass(frozen=True)
-class SweepConfig:
-  """Settings shared by every run of a sweep (see :data:`TASK_DEFAULTS`).
-
-  Attributes:
-    task: one of :data:`TASKS`.
-    task_kwargs: arguments of ``vcrnn_jax.tasks.get`` (e.g. ``{'bits': 64}``).
-    cell: 'elman', 'gru' or 'lstm'.
-    hidden_size: units of the recurrent cell.
-    max_steps: ACT's ``M`` (Eq. 13).
-    epsilon: ACT's ``epsilon`` (Eq. 7).
-    halting_bias: initial halting bias ``b_h`` (Eq. 5).
-    loop: ACT pondering loop, 'while' or 'scan' (same maths).
-    steps: training steps per run.
-    batch_size: training batch size.
-    learning_rate: Adam learning rate.
-    eval_every: evaluate (``metrics.jsonl``) every this many steps.
-    checkpoint_every: checkpoint period (None: ``eval_every``).
-    keep_checkpoints: checkpoints kept per run.
-    grad_clip_norm: global-norm clipping, None for none.
-    eval_batch_size: held-out sequences per evaluation and per difficulty.
-    difficulties: the difficulties of ``difficulty.csv``.
-    difficulty_seq_len: the sequence length of the difficulty evaluation
-      (None: the task's own distribution).
-    quiet: no progress bar or summary per run.
-  """
-  task: str
-  task_kwargs: Mapping[str, Any]
-  cell: str
-  hidden_size: int
-  max_steps: int
-  steps: int
-  batch_size: int
-  learning_rate: float
-  eval_every: int
-  difficulties: tuple[int, ...]
-  difficulty_seq_len: Optional[int] = None
-  epsilon: float = 0.01
-  halting_bias: float = 1.0
-  loop: str = 'while'
-  checkpoint_every: Optional[int] = None
-  keep_checkpoints: int = 2
-  grad_clip_norm: Optional[float] = None
-  eval_batch_size: int = 1000
-  quiet: bool = False
-
-
-# Settings that may change between invocations on one workdir: a longer
-# `steps` continues every run, the others do not change any number in the CSVs.
-_MUTABLE_SETTINGS = ('steps', 'eval_every', 'checkpoint_every',
-                     'keep_checkpoints', 'difficulties', 'loop', 'quiet')
-
-
-def default_difficulties(task: str, task_kwargs: Mapping[str, Any]
-                         ) -> tuple[int, ...]:
-  """Every difficulty the task can be forced to (the x axes of Figs 6-19)."""
-  if task == 'parity':
-    return tuple(range(1, task_kwargs['bits'] + 1))
-  if task == 'logic':
-    return tuple(range(1, task_kwargs['num_gates'] + 1))
-  if task == 'addition':
-    return tuple(range(1, task_kwargs['max_digits'] + 1))
-  if task == 'sort':
-    return tuple(range(task_kwargs['min_len'], task_kwargs['max_len'] + 1))
-  raise ValueError(f'task must be one of {list(TASKS)}, got {task!r}.')
-
-
-def default_config(task: str, *,
-                   task_kwargs: Optional[Mapping[str, Any]] = None,
-                   **overrides: Any) -> SweepConfig:
-  """The :class:`SweepConfig` of ``task`` with its paper defaults.
+def check_manifest(workdir, settings: Mapping[str, Any],
+                   mutable: Sequence[str] = ()) -> None:
+  """Writes ``sweep.json``, or checks that ``settings`` match the one there.
 
   Args:
-    task: one of :data:`TASKS`.
-    task_kwargs: task arguments replacing some of the defaults (e.g.
-      ``{'bits': 8}``); unknown ones raise ``ValueError``.
-    **overrides: :class:`SweepConfig` fields; ``None`` values are ignored, so
-      flags left unset keep the task's default.
-
-  Returns:
-    The config; ``difficulties`` defaults to every difficulty of the task and
-    ``difficulty_seq_len`` is capped at the task's ``max_len``.
-
-  Raises:
-    ValueError: an unknown task, task argument or field.
-  """
-  if task not in TASK_DEFAULTS:
-    raise ValueError(f'task must be one of {list(TASKS)}, got {task!r}.')
-  defaults = dict(TASK_DEFAULTS[task])
-  kwargs = dict(defaults.pop('task_kwargs'))
-  for key, value in (task_kwargs or {}).items():
-    if key not in kwargs:
-      raise ValueError(f'task {task!r} has no argument {key!r}; its arguments '
-                       f'are {sorted(kwargs)}.')
-    kwargs[key] = value
-  tasks.get(task, **kwargs)   # Validates the values, with the task's message.
-  fields = {f.name for f in dataclasses.fields(SweepConfig)}
-  unknown = sorted(set(overrides) - fields)
-  if unknown:
-    raise ValueError(f'unknown SweepConfig field(s) {unknown}.')
-  settings = dict(defaults)
-  settings.update({k: v for k, v in overrides.items() if v is not None})
-  if settings.get('difficulties') is None:
-    settings['difficulties'] = default_difficulties(task, kwargs)
-  settings['difficulties'] = tuple(int(d) for d in settings['difficulties'])
-  # Checked now, not after the first run has trained: the task would only
-  # reject a difficulty in the evaluation.
-  most = max(default_difficulties(task, kwargs))
-  bad = [d for d in settings['difficulties'] if not 1 <= d <= most]
-  if bad or not settings['difficulties']:
-    raise ValueError(f'difficulties must be in 1..{most} for {task} with '
-                     f'{kwargs}, got {list(settings["difficulties"])}.')
-  seq_len = settings.get('difficulty_seq_len')
-  if seq_len is not None and 'max_len' in kwargs:
-    settings['difficulty_seq_len'] = min(seq_len, kwargs['max_len'])
-  return SweepConfig(task=task, task_kwargs=kwargs, **settings)
-
-
-def model_config(config: SweepConfig, run: RunSpec) -> act_tasks.ModelConfig:
-  """The :class:`~vcrnn_jax.training.act_tasks.ModelConfig` of one run."""
-  return act_tasks.ModelConfig(
-      cell=config.cell, hidden_size=config.hidden_size, act=run.act,
-      tau=run.tau if run.act else 0.0, max_steps=config.max_steps,
-      epsilon=config.epsilon, halting_bias=config.halting_bias,
-      loop=config.loop)
-
-
-def train_config(config: SweepConfig, run: RunSpec, *,
-                 quiet: Optional[bool] = None) -> TrainConfig:
-  """The :class:`~vcrnn_jax.training.train.TrainConfig` of one run."""
-  return TrainConfig(
-      steps=config.steps, batch_size=config.batch_size,
-      learning_rate=config.learning_rate, grad_clip_norm=config.grad_clip_norm,
-      eval_every=config.eval_every, checkpoint_every=config.checkpoint_every,
-      keep_checkpoints=config.keep_checkpoints, seed=run.seed,
-      desc=f'{config.task} {run.name}',
-      quiet=config.quiet if quiet is None else quiet)
-
-
-def _manifest(config: SweepConfig) -> dict:
-  settings = dataclasses.asdict(config)
-  settings['task_kwargs'] = dict(config.task_kwargs)
-  settings['difficulties'] = list(config.difficulties)
-  return settings
-
-
-def check_manifest(workdir, config: SweepConfig) -> None:
-  """Writes ``sweep.json``, or checks that ``config`` matches the one there.
+    workdir: the sweep's folder.
+    settings: JSON-able settings every run shares.
+    mutable: the settings that may change between invocations (a longer
+      ``steps`` continues every run, evaluation settings change no number).
 
   Raises:
     ValueError: a setting that changes the numbers (model, task, batch size,
       learning rate, ...) differs from the one the workdir was made with.
   """
   path = pathlib.Path(workdir) / MANIFEST_FILENAME
-  current = _manifest(config)
+  current = json.loads(json.dumps(dict(settings)))
   if path.exists():
     try:
       saved = json.loads(path.read_text(encoding='utf-8'))
@@ -399,12 +82,12 @@ def check_manifest(workdir, config: SweepConfig) -> None:
       raise ValueError(f'{path} is not valid JSON ({e.msg}); delete it to '
                        'accept the current settings.') from None
     diffs = [f'{k}={saved.get(k)!r} (now {current[k]!r})' for k in current
-             if k not in _MUTABLE_SETTINGS and saved.get(k) != current[k]]
+             if k not in mutable and saved.get(k) != current[k]]
     if diffs:
       raise ValueError(
           f'{path.parent} holds a sweep made with other settings: '
           f'{", ".join(diffs)}; use another workdir, or the same settings.')
-  _atomic_write(path, json.dumps(current, indent=2, sort_keys=True) + '\n')
+  atomic_write(path, json.dumps(current, indent=2, sort_keys=True) + '\n')
 
 
 # ----------------------------------------------------------------------------
@@ -426,7 +109,8 @@ def _parse_optional_float(text: str) -> Optional[float]:
 
 _PARSERS: Mapping[str, Callable[[str], Any]] = {
     'task': str, 'act': _parse_bool, 'tau': _parse_optional_float,
-    'seed': int, 'steps': int, 'difficulty': int,
+    'seed': int, 'steps': int, 'difficulty': int, 'model': str, 'cell': str,
+    'hidden_size': int,
 }
 
 
@@ -444,7 +128,8 @@ def read_rows(path) -> list[dict]:
   """Reads ``results.csv`` or ``difficulty.csv`` with typed values.
 
   ``act`` becomes a bool, ``tau`` a float (None for no-ACT rows), ``seed``,
-  ``steps`` and ``difficulty`` ints, every other numeric column a float.
+  ``steps``, ``difficulty`` and ``hidden_size`` ints, ``model`` and ``cell``
+  strings, every other column a float.
 
   Args:
     path: the CSV file.
@@ -469,48 +154,44 @@ def read_rows(path) -> list[dict]:
   return rows
 
 
-def _atomic_write(path: pathlib.Path, text: str) -> None:
-  # Write-then-rename: a process killed mid-write leaves the old file intact.
-  tmp = path.with_name(path.name + '.tmp')
-  tmp.write_text(text, encoding='utf-8')
-  os.replace(tmp, path)
+def _sort_value(value: Any):
+  # None (a no-ACT row's tau) sorts first; bools and numbers by value.
+  return (0, 0.0) if value is None else (1, value)
 
 
-def _sort_key(row: Mapping[str, Any]):
-  tau = row.get('tau')
-  return (row['task'], bool(row['act']), -1.0 if tau is None else tau,
-          row['seed'], row.get('difficulty', 0))
-
-
-def run_key(row: Mapping[str, Any]) -> tuple:
-  """The ``(task, act, tau, seed)`` identity of a row or run."""
-  return tuple(row[k] for k in RUN_KEY)
+def run_key(row: Mapping[str, Any], key: Sequence[str] = RUN_KEY) -> tuple:
+  """The identity of a row or run: its values of the ``key`` columns."""
+  return tuple(row[k] for k in key)
 
 
 def upsert_rows(path, fields: Sequence[str], rows: Sequence[Mapping[str, Any]],
-                ) -> None:
+                *, key: Sequence[str] = RUN_KEY) -> None:
   """Writes ``rows`` into the CSV ``path``, replacing the rows of their runs.
 
-  Every existing row with the same ``(task, act, tau, seed)`` as one of
-  ``rows`` is dropped first (so a run's difficulty rows are replaced as a
+  Every existing row with the same ``key`` values as one of ``rows`` is
+  dropped first (so a run's difficulty rows are replaced as a
   set), then the file is rewritten sorted by run (and difficulty).
 
   Args:
     path: the CSV file (created with a header if missing).
     fields: its columns, in order.
     rows: the new rows (dicts with at least ``fields``).
+    key: the columns that identify a run (default: ACT's task, act, tau,
+      seed).
   """
   path = pathlib.Path(path)
   existing = read_rows(path)
   if existing and list(existing[0]) != list(fields):
     raise ValueError(f'{path} has columns {list(existing[0])}, expected '
                      f'{list(fields)}; move it away to start a new file.')
-  replaced = {run_key(r) for r in rows}
-  kept = [r for r in existing if run_key(r) not in replaced]
-  merged = sorted(kept + [dict(r) for r in rows], key=_sort_key)
+  replaced = {run_key(r, key) for r in rows}
+  kept = [r for r in existing if run_key(r, key) not in replaced]
+  order = tuple(key) + (('difficulty',) if 'difficulty' in fields else ())
+  merged = sorted(kept + [dict(r) for r in rows],
+                  key=lambda r: tuple(_sort_value(r.get(k)) for k in order))
   lines = [','.join(fields)]
   lines += [','.join(_format(r[k]) for k in fields) for r in merged]
-  _atomic_write(path, '\n'.join(lines) + '\n')
+  atomic_write(path, '\n'.join(lines) + '\n')
 
 
 # ----------------------------------------------------------------------------
@@ -541,7 +222,7 @@ def enable_compilation_cache(directory, *, min_compile_seconds: float = 0.1
                     float(min_compile_seconds))
 
 
-def _latest_step(run_dir: pathlib.Path) -> Optional[int]:
+def latest_step(run_dir: pathlib.Path) -> Optional[int]:
   """The run's latest complete checkpoint step (None: not started)."""
   ckpt_dir = run_dir / 'checkpoints'
   if not ckpt_dir.is_dir():   # Checkpointer would create it.
@@ -553,7 +234,7 @@ def _latest_step(run_dir: pathlib.Path) -> Optional[int]:
     checkpointer.close()
 
 
-def _read_wall_seconds(run_dir: pathlib.Path) -> float:
+def read_wall_seconds(run_dir: pathlib.Path) -> float:
   path = run_dir / RUN_INFO_FILENAME
   if not path.exists():
     return 0.0
@@ -563,14 +244,14 @@ def _read_wall_seconds(run_dir: pathlib.Path) -> float:
     return 0.0   # A damaged side file only loses the timing.
 
 
-def _add_wall_seconds(run_dir: pathlib.Path, seconds: float) -> None:
+def add_wall_seconds(run_dir: pathlib.Path, seconds: float) -> None:
   run_dir.mkdir(parents=True, exist_ok=True)
-  total = _read_wall_seconds(run_dir) + seconds
-  _atomic_write(run_dir / RUN_INFO_FILENAME,
+  total = read_wall_seconds(run_dir) + seconds
+  atomic_write(run_dir / RUN_INFO_FILENAME,
                 json.dumps({'wall_seconds': total}) + '\n')
 
 
-def _final_metrics_from_log(run_dir: pathlib.Path, step: int
+def final_metrics_from_log(run_dir: pathlib.Path, step: int
                             ) -> Optional[dict]:
   try:
     records = read_metrics(run_dir)
@@ -580,159 +261,3 @@ def _final_metrics_from_log(run_dir: pathlib.Path, step: int
   return final[-1] if final else None
 
 
-class RunOutcome(NamedTuple):
-  """What :func:`run_one` produced."""
-  result: dict            # the results.csv row
-  difficulty: list        # the difficulty.csv rows
-  trained_steps: int      # steps trained by this call (0: restored only)
-
-
-def run_one(config: SweepConfig, run: RunSpec, run_dir) -> RunOutcome:
-  """Trains (or resumes, or restores) one run and evaluates it by difficulty.
-
-  Args:
-    config: the sweep's settings.
-    run: which run.
-    run_dir: its workdir.
-
-  Returns:
-    Its rows for ``results.csv`` and ``difficulty.csv``.
-
-  Raises:
-    TrainingDiverged: the loss became NaN or infinite.
-    ValueError: the run has a checkpoint beyond ``config.steps``.
-  """
-  run_dir = pathlib.Path(run_dir)
-  task = tasks.get(config.task, **config.task_kwargs)
-  model = model_config(config, run)
-  experiment = act_tasks.task_experiment(
-      task, model, batch_size=config.batch_size,
-      eval_batch_size=config.eval_batch_size)
-  start = _latest_step(run_dir) or 0
-  if start > config.steps:
-    raise ValueError(
-        f'{run_dir} has a checkpoint at step {start}, beyond steps='
-        f'{config.steps}; give at least --steps={start} or another workdir.')
-  trained = start < config.steps
-  t0 = time.time()
-  try:
-    # Quiet when only restoring: there is no progress to show.
-    result = train_and_evaluate(
-        experiment, train_config(config, run, quiet=None if trained else True),
-        run_dir)
-  finally:
-    if trained:   # Counted even when interrupted: the time was spent.
-      _add_wall_seconds(run_dir, time.time() - t0)
-  if result.step != config.steps:
-    raise ValueError(f'{run_dir}: training stopped at step {result.step}, '
-                     f'expected {config.steps}.')
-  metrics = dict(result.metrics)
-  if not metrics:
-    # Already at the final step: train_and_evaluate evaluated nothing.
-    metrics = (_final_metrics_from_log(run_dir, config.steps)
-               or dict(experiment.evaluate(result.params)))
-  key = dict(task=config.task, act=run.act, tau=run.tau if run.act else None,
-             seed=run.seed)
-  row = dict(key, steps=result.step,
-             sequence_error=float(metrics['sequence_error']),
-             ponder=float(metrics['ponder']), loss=float(metrics['loss']),
-             wall_seconds=round(_read_wall_seconds(run_dir), 3))
-  by_difficulty = act_tasks.evaluate_by_difficulty(
-      task, model, result.params, config.difficulties,
-      batch_size=config.eval_batch_size, seq_len=config.difficulty_seq_len)
-  diff_rows = [dict(key, difficulty=int(d['difficulty']),
-                    sequence_error=float(d['sequence_error']),
-                    ponder=float(d['ponder'])) for d in by_difficulty]
-  # history is empty when nothing was trained (the checkpoint was final).
-  return RunOutcome(row, diff_rows,
-                    config.steps - start if result.history else 0)
-
-
-class SweepSummary(NamedTuple):
-  """What :func:`run_sweep` did, and the CSV rows of the sweep's task."""
-  results: list       # results.csv rows of config.task
-  difficulty: list    # difficulty.csv rows of config.task
-  trained: list       # RunSpecs trained (fully or resumed) by this call
-  restored: list      # finished RunSpecs restored to redo their rows
-  skipped: list       # finished RunSpecs whose rows were complete
-  diverged: list      # RunSpecs whose loss became NaN (now or before)
-
-
-def _complete_runs(config: SweepConfig, results_path: pathlib.Path,
-                   difficulty_path: pathlib.Path) -> set:
-  """Keys of the runs with a final results row and every difficulty row."""
-  finished = {run_key(r) for r in read_rows(results_path)
-              if r['steps'] == config.steps}
-  seen: dict = {}
-  for r in read_rows(difficulty_path):
-    seen.setdefault(run_key(r), set()).add(r['difficulty'])
-  wanted = set(config.difficulties)
-  return {k for k in finished if wanted <= seen.get(k, set())}
-
-
-def run_sweep(config: SweepConfig, runs: Sequence[RunSpec], workdir, *,
-              log: Callable[[str], None] = print) -> SweepSummary:
-  """Runs the grid ``runs`` in ``workdir`` (resumable; see module docstring).
-
-  Args:
-    config: the settings every run shares.
-    runs: the grid (:func:`make_grid`).
-    workdir: the sweep's folder (created if missing).
-    log: receives one line per run.
-
-  Returns:
-    A :class:`SweepSummary`.
-
-  Raises:
-    ValueError: ``workdir`` holds a sweep with other settings, or a run there
-      is past ``config.steps``.
-  """
-  workdir = pathlib.Path(workdir)
-  if workdir.exists() and not workdir.is_dir():
-    raise ValueError(f'workdir {str(workdir)!r} exists and is not a directory.')
-  workdir.mkdir(parents=True, exist_ok=True)
-  check_manifest(workdir, config)
-  results_path = workdir / RESULTS_FILENAME
-  difficulty_path = workdir / DIFFICULTY_FILENAME
-  summary = SweepSummary([], [], [], [], [], [])
-  # Read once: during the loop only this function changes the files.
-  complete = _complete_runs(config, results_path, difficulty_path)
-  for i, run in enumerate(runs, start=1):
-    where = f'[{i}/{len(runs)}] {config.task} {run.name}'
-    run_dir = workdir / run.name
-    if (run_dir / DIVERGED_FILENAME).exists():
-      log(f'{where}: diverged before (see {run_dir / DIVERGED_FILENAME}); '
-          'skipped. Delete the folder to retry.')
-      summary.diverged.append(run)
-      continue
-    key = (config.task, run.act, run.tau if run.act else None, run.seed)
-    latest = _latest_step(run_dir)
-    if latest == config.steps and key in complete:
-      log(f'{where}: finished at step {latest}; rows present, skipped.')
-      summary.skipped.append(run)
-      continue
-    try:
-      outcome = run_one(config, run, run_dir)
-    except TrainingDiverged as e:
-      run_dir.mkdir(parents=True, exist_ok=True)
-      _atomic_write(run_dir / DIVERGED_FILENAME, str(e) + '\n')
-      log(f'{where}: {e}')
-      summary.diverged.append(run)
-      continue
-    finally:
-      # Each run compiles its own closures; dropping them keeps a long sweep's
-      # memory flat.
-      jax.clear_caches()
-    upsert_rows(results_path, RESULTS_FIELDS, [outcome.result])
-    upsert_rows(difficulty_path, DIFFICULTY_FIELDS, outcome.difficulty)
-    (summary.trained if outcome.trained_steps else summary.restored).append(run)
-    r = outcome.result
-    what = (f'trained {outcome.trained_steps} steps' if outcome.trained_steps
-            else f'restored from step {r["steps"]}')
-    log(f'{where}: {what}; sequence_error={r["sequence_error"]:.4g}, '
-        f'ponder={r["ponder"]:.4g}, wall={r["wall_seconds"]:.1f} s.')
-  summary.results.extend(r for r in read_rows(results_path)
-                         if r['task'] == config.task)
-  summary.difficulty.extend(r for r in read_rows(difficulty_path)
-                            if r['task'] == config.task)
-  return summary

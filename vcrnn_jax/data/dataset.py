@@ -23,6 +23,8 @@ from typing import Any, Hashable, Iterable, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
+from vcrnn_jax.core import check_positive_int
+
 PathLike = str | os.PathLike
 
 
@@ -204,15 +206,13 @@ def split_counts(n: int, fractions: Sequence[float]) -> tuple[int, int, int]:
 def check_positive(name: str,
                    value: Any,
                    allow_none: bool = False) -> int | None:
-  """Returns ``value`` as an int or raises ``ValueError`` naming the option."""
+  """Returns ``value`` as an int or raises ``ValueError`` naming the option.
+
+  :func:`vcrnn_jax.core.check_positive_int`, with ``None`` allowed on request.
+  """
   if value is None and allow_none:
     return None
-  if isinstance(value, bool) or not isinstance(value,
-                                               (int, np.integer)) or value < 1:
-    raise ValueError(
-        f'{name} must be a positive integer{" or None" if allow_none else ""}, '
-        f'got {value!r}.')
-  return int(value)
+  return check_positive_int(name, value)
 
 
 def find_file(data_dir: PathLike,

@@ -21,6 +21,44 @@ from vcrnn_jax.training.train import Experiment
 
 CELLS = {'elman': cells.elman, 'gru': cells.gru, 'lstm': cells.lstm}
 
+# The paper's model and task per synthetic task (ACT Sections 3.1-3.4) and our
+# training budget, in one place: the binaries' flag defaults and the sweep's
+# come from here. Loop settings (compact_rows, ponder_slots, save_residuals)
+# change the speed, not the maths (BUILD_NOTES.md: "ACT loop cost").
+# 'difficulty_seq_len' is the sequence length of the paper's difficulty plots
+# (Fig. 10: length 5; Fig. 14: length 3); None lets the task choose.
+PAPER_SETTINGS = {
+    'parity': dict(task_kwargs={'bits': 64, 'layout': 'prefix'},
+                   cell='elman', hidden_size=128, batch_size=128,
+                   max_steps=100, tau=0.01, learning_rate=1e-3,
+                   steps=300_000, eval_every=10_000,
+                   # Parity rows halt together (N is 2-3): compaction would
+                   # only add its overhead, and 4 slots with their vjp
+                   # residuals make the backward pass a plain transpose.
+                   compact_rows=0, ponder_slots=4, save_residuals=True,
+                   difficulty_seq_len=None),
+    'logic': dict(task_kwargs={'max_len': 10, 'num_gates': 10}, cell='lstm',
+                  hidden_size=128, batch_size=16, max_steps=100, tau=1e-3,
+                  learning_rate=1e-3, steps=60_000, eval_every=1000,
+                  compact_rows=8, ponder_slots=8, save_residuals=False,
+                  difficulty_seq_len=5),
+    'addition': dict(task_kwargs={'max_len': 5, 'max_digits': 5}, cell='lstm',
+                     hidden_size=512, batch_size=32, max_steps=20, tau=1e-3,
+                     learning_rate=1e-3, steps=20_000, eval_every=1000,
+                     compact_rows=8, ponder_slots=8, save_residuals=False,
+                     difficulty_seq_len=3),
+    'sort': dict(task_kwargs={'min_len': 2, 'max_len': 15}, cell='lstm',
+                 hidden_size=512, batch_size=16, max_steps=100, tau=1e-3,
+                 learning_rate=1e-3, steps=20_000, eval_every=1000,
+                 compact_rows=8, ponder_slots=8, save_residuals=False,
+                 difficulty_seq_len=None),
+}
+# ACT Sec. 3.5 (enwik8 bytes); not a synthetic task, same flags.
+WIKIPEDIA_SETTINGS = dict(cell='lstm', hidden_size=1500, batch_size=16,
+                          max_steps=100, tau=0.01, learning_rate=1e-3,
+                          steps=10_000, eval_every=500, compact_rows=8,
+                          ponder_slots=8, save_residuals=False)
+
 
 class ModelConfig(NamedTuple):
   """The recurrent model of a synthetic-task run."""
@@ -49,22 +87,29 @@ def step_mask(mask: jax.Array) -> jax.Array:
   return (t[None, :] < lengths[:, None]).astype(jnp.float32), lengths
 
 
-def build_model(task, model: ModelConfig):
-  """The sequence model of ``model`` for ``task`` (ACT wrapped or not)."""
+def build_cell(model: ModelConfig, output_size: int):
+  """The recurrent cell of ``model``: ACT around the inner cell, or the cell."""
   if model.cell not in CELLS:
     raise ValueError(f'cell must be one of {sorted(CELLS)}, got {model.cell!r}.')
   check_positive_int('hidden_size', model.hidden_size)
   if not (model.tau >= 0):
     raise ValueError(f'tau must be a number >= 0, got {model.tau!r}.')
   inner = CELLS[model.cell](model.hidden_size)
+  if not model.act:
+    return inner
+  return act_lib.adaptive(
+      inner, output_size, max_steps=model.max_steps,
+      epsilon=model.epsilon, halting_bias=model.halting_bias,
+      loop=model.loop, compact_rows=model.compact_rows,
+      checkpoints=model.checkpoints, save_residuals=model.save_residuals)
+
+
+def build_model(task, model: ModelConfig):
+  """The sequence model of ``model`` for ``task`` (ACT wrapped or not)."""
+  cell = build_cell(model, task.output_size)
   if model.act:
-    cell = act_lib.adaptive(
-        inner, task.output_size, max_steps=model.max_steps,
-        epsilon=model.epsilon, halting_bias=model.halting_bias,
-        loop=model.loop, compact_rows=model.compact_rows,
-        checkpoints=model.checkpoints, save_residuals=model.save_residuals)
-    return sequence_model(cell)
-  return sequence_model(inner, task.output_size)
+    return sequence_model(cell)      # ACT's own output layer (Eq. 4)
+  return sequence_model(cell, task.output_size)
 
 
 def task_experiment(task, model: ModelConfig, *, batch_size: int,
@@ -96,7 +141,8 @@ def task_experiment(task, model: ModelConfig, *, batch_size: int,
       ponder = jnp.sum(valid, axis=1)   # one step per input without ACT
     return logits, seq_loss, ponder, jnp.sum(valid, axis=1)
 
-  def loss(params, batch):
+  def loss(params, batch, info):
+    del info  # No dropout and no schedules in the ACT tasks.
     _, seq_loss, ponder, n_steps = forward(params, batch)
     total = seq_loss + (model.tau * ponder if model.act else 0.0)  # (12)
     return jnp.mean(total), {
@@ -104,8 +150,9 @@ def task_experiment(task, model: ModelConfig, *, batch_size: int,
         'ponder': jnp.sum(ponder) / jnp.sum(n_steps),
     }
 
-  def sample(key):
-    return task.sample(key, batch_size)
+  @jax.jit
+  def sample(key, step):
+    return task.sample(jax.random.fold_in(key, step), batch_size)
 
   eval_keys = [jax.random.fold_in(jax.random.PRNGKey(eval_seed), i)
                for i in range(eval_batches)]
@@ -118,7 +165,8 @@ def task_experiment(task, model: ModelConfig, *, batch_size: int,
     return (jnp.sum(errors), jnp.sum(seq_loss), jnp.sum(ponder),
             jnp.sum(n_steps))
 
-  def evaluate(params):
+  def evaluate(params, step):
+    del step  # The held-out batches are fixed.
     totals = np.zeros(4)
     for key in eval_keys:
       totals += np.array([float(v) for v in eval_batch(params, key)])

@@ -1,20 +1,24 @@
 """A generic training loop: optax, data parallelism, Orbax resume, metrics.
 
-Every experiment binary builds an :class:`Experiment` (pure functions for init,
+Every experiment builds an :class:`Experiment` (pure functions for init,
 loss, batch sampling and evaluation) and calls :func:`train_and_evaluate`.
+The shared builders in :mod:`vcrnn_jax.training.lm` (language models) and
+:mod:`vcrnn_jax.training.supervised` (fixed array datasets) make them.
 
-Randomness is explicit: the seed gives an init key and a data key; the batch of
-step ``s`` is ``sample(fold_in(data_key, s))``. The data RNG is therefore fully
-described by ``(data_key, step)``, both saved in every checkpoint, which is why
-a resumed run reproduces an uninterrupted one bit for bit.
+Randomness and data are functions of the step. The seed gives an init key, a
+data key and a loss key; the batch of step ``s`` is ``sample(data_key, s)``
+(a fixed dataset reads epoch ``s // steps_per_epoch`` in an order drawn from
+``fold_in(data_key, epoch)``; a stream reads contiguous windows) and the loss
+of step ``s`` gets ``fold_in(loss_key, s)`` (dropout) and ``s`` itself
+(schedules). The data key and the step are saved in every checkpoint, with the
+params, the optimizer state and, for truncated BPTT, the recurrent state
+carried from one step to the next, which is why a resumed run reproduces an
+uninterrupted one bit for bit.
 
-Data parallelism: the batch is sharded over all devices along a ``'data'`` mesh
-axis (``NamedSharding``), params and optimizer state are replicated, and XLA
-inserts the gradient all-reduce. Multi-host: call
-``jax.distributed.initialize()`` at the top of the binary on every host; the
-mesh then spans ``jax.devices()`` (all hosts), each host computes the same
-global batch from the same key and contributes its addressable shards
-(``jax.make_array_from_callback``), and only process 0 writes metrics.
+Data parallelism: the batch (and a carried state) is sharded over all devices
+along a ``'data'`` mesh axis (``NamedSharding``), params and optimizer state
+are replicated, and XLA inserts the gradient all-reduce. Several processes:
+see :mod:`vcrnn_jax.training.distributed`.
 """
 
 import dataclasses
@@ -29,9 +33,17 @@ import numpy as np
 import optax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
+from vcrnn_jax.core import check_positive_int
 from vcrnn_jax.training.checkpoint import Checkpointer
-from vcrnn_jax.training.metrics import MetricsWriter
+from vcrnn_jax.training.metric_writer import MetricsWriter
 from vcrnn_jax.training.progress import Progress, summary_table
+
+
+class StepInfo(NamedTuple):
+  """What the loss of one training step gets besides params and batch."""
+  key: jax.Array        # PRNG key of this step: fold_in(loss_key, step)
+  step: jax.Array       # int32 scalar: the step being taken (0-based)
+  carry: Any = None     # recurrent state left by the previous step (TBPTT)
 
 
 class Experiment(NamedTuple):
@@ -39,24 +51,50 @@ class Experiment(NamedTuple):
 
   Attributes:
     init: ``key -> params``.
-    loss: ``(params, batch) -> (scalar loss, dict of scalar metrics)``, the
-      mean over the batch (so the gradient does not depend on sharding).
-    sample: ``key -> batch``, the training batch (a pytree whose leaves all
-      have the global batch size as leading axis).
-    evaluate: ``params -> dict of float metrics`` on held-out data.
+    loss: ``(params, batch, info: StepInfo) -> (scalar loss, metrics)``, the
+      loss a mean over the batch (so the gradient does not depend on
+      sharding), ``metrics`` a dict of scalars (shown on the progress bar and
+      averaged into ``train_*`` at each evaluation). With ``init_carry`` set,
+      it returns ``(loss, (metrics, new_carry))`` instead and ``info.carry``
+      is the previous step's ``new_carry``. ``info.step`` is a traced array:
+      step-dependent hyperparameters never recompile.
+    sample: ``(data_key, step) -> batch``, the training batch of ``step`` (a
+      pytree whose leaves all have the global batch size as leading axis).
+      It must be a pure function of its arguments (resume depends on it);
+      it may jit itself.
+    evaluate: ``(params, step) -> dict of float metrics`` on held-out data.
+    init_carry: optional ``batch_size -> carry``, a recurrent state with
+      leaves ``[batch, ...]`` carried from each step to the next (truncated
+      BPTT) and checkpointed with the params. None: no carried state.
   """
   init: Callable[[jax.Array], Any]
-  loss: Callable[[Any, Any], tuple[jax.Array, Mapping[str, jax.Array]]]
-  sample: Callable[[jax.Array], Any]
-  evaluate: Callable[[Any], Mapping[str, float]]
+  loss: Callable[..., tuple[jax.Array, Any]]
+  sample: Callable[[jax.Array, Any], Any]
+  evaluate: Callable[[Any, int], Mapping[str, float]]
+  init_carry: Optional[Callable[[int], Any]] = None
 
 
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
-  """Hyperparameters of :func:`train_and_evaluate` (validated on use)."""
+  """Hyperparameters of :func:`train_and_evaluate` (validated on use).
+
+  The optimizer is ``optimizer`` ('adam' or 'sgd', with ``momentum``) with
+  learning rate ``learning_rate``, multiplied by ``lr_decay`` once at step
+  ``lr_decay_start`` and again every ``lr_decay_every`` steps after it (the
+  RHN recipe: hold, then divide by a constant each epoch); before it,
+  ``weight_decay * params`` is added to the gradient (an L2 penalty of
+  ``weight_decay / 2 * |params|^2``) and the sum is clipped to
+  ``grad_clip_norm`` in global norm, all through ``optax.chain``.
+  """
   steps: int = 10_000
   batch_size: int = 128
   learning_rate: float = 1e-3
+  optimizer: str = 'adam'
+  momentum: float = 0.0
+  weight_decay: float = 0.0
+  lr_decay: float = 1.0
+  lr_decay_start: Optional[int] = None
+  lr_decay_every: Optional[int] = None
   grad_clip_norm: Optional[float] = None
   eval_every: int = 1000
   checkpoint_every: Optional[int] = None   # None: same as eval_every
@@ -67,11 +105,15 @@ class TrainConfig:
   quiet: bool = False
 
 
+OPTIMIZERS = ('adam', 'sgd')
+
+
 class TrainState(NamedTuple):
   params: Any
   opt_state: Any
   step: jax.Array       # int32 scalar
   data_key: jax.Array   # uint32[2] raw PRNG key of the data stream
+  carry: Any = None     # recurrent state carried across steps, or None
 
 
 class TrainResult(NamedTuple):
@@ -85,23 +127,46 @@ class TrainingDiverged(RuntimeError):
   """The loss became NaN or infinite; the message names the step."""
 
 
+# The clock of the steps_per_sec metric (tests drive it).
+_clock = time.perf_counter
+
+
+def _finite_number(name, value, *, low=0.0, strict=True, high=None):
+  ok = (isinstance(value, (int, float)) and not isinstance(value, bool)
+        and math.isfinite(value) and (value > low if strict else value >= low)
+        and (high is None or value <= high))
+  if not ok:
+    bound = f'{">" if strict else ">="} {low:g}' + (
+        f' and <= {high:g}' if high is not None else '')
+    raise ValueError(f'{name} must be a finite number {bound}, got {value!r}.')
+
+
 def _check_config(config: TrainConfig) -> None:
   for name in ('steps', 'batch_size', 'eval_every', 'keep_checkpoints',
                'log_every'):
-    value = getattr(config, name)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-      raise ValueError(f'{name} must be a positive integer, got {value!r}.')
-  if config.checkpoint_every is not None and (
-      not isinstance(config.checkpoint_every, int)
-      or config.checkpoint_every < 1):
-    raise ValueError('checkpoint_every must be a positive integer, got '
-                     f'{config.checkpoint_every!r}.')
-  lr = config.learning_rate
-  if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
-    raise ValueError(f'learning_rate must be a finite number > 0, got {lr!r}.')
-  clip = config.grad_clip_norm
-  if clip is not None and not (math.isfinite(clip) and clip > 0):
-    raise ValueError(f'grad_clip_norm must be > 0 or None, got {clip!r}.')
+    check_positive_int(name, getattr(config, name))
+  for name in ('checkpoint_every', 'lr_decay_every'):
+    if getattr(config, name) is not None:
+      check_positive_int(name, getattr(config, name))
+  if config.lr_decay_start is not None and not (
+      isinstance(config.lr_decay_start, int) and config.lr_decay_start >= 0):
+    raise ValueError('lr_decay_start must be an integer >= 0 or None, got '
+                     f'{config.lr_decay_start!r}.')
+  _finite_number('learning_rate', config.learning_rate)
+  _finite_number('momentum', config.momentum, strict=False, high=1.0)
+  _finite_number('weight_decay', config.weight_decay, strict=False)
+  _finite_number('lr_decay', config.lr_decay, high=1.0)
+  if config.grad_clip_norm is not None:
+    _finite_number('grad_clip_norm', config.grad_clip_norm)
+  if config.optimizer not in OPTIMIZERS:
+    raise ValueError(f'optimizer must be one of {OPTIMIZERS}, got '
+                     f'{config.optimizer!r}.')
+  if config.optimizer == 'adam' and config.momentum:
+    raise ValueError('momentum applies to optimizer=sgd only (Adam has its '
+                     f'own), got momentum={config.momentum!r}.')
+  if config.lr_decay != 1.0 and config.lr_decay_every is None:
+    raise ValueError(f'lr_decay={config.lr_decay!r} needs lr_decay_every '
+                     '(steps between two decays).')
 
 
 def _global_norm(tree) -> jax.Array:
@@ -110,12 +175,39 @@ def _global_norm(tree) -> jax.Array:
                       for g in jax.tree_util.tree_leaves(tree)))
 
 
+def learning_rate_schedule(config: TrainConfig):
+  """The learning rate as a float, or as an optax schedule when it decays."""
+  if config.lr_decay == 1.0 or config.lr_decay_every is None:
+    return config.learning_rate
+  lr, decay = config.learning_rate, config.lr_decay
+  start = config.lr_decay_start or 0
+  every = config.lr_decay_every
+
+  def schedule(count):
+    times = jnp.where(count >= start, (count - start) // every + 1, 0)
+    return lr * decay ** times.astype(jnp.float32)
+
+  return schedule
+
+
 def make_optimizer(config: TrainConfig) -> optax.GradientTransformation:
-  """Adam (the ACT paper's optimiser), with optional global-norm clipping."""
-  adam = optax.adam(config.learning_rate)
-  if config.grad_clip_norm is None:
-    return adam
-  return optax.chain(optax.clip_by_global_norm(config.grad_clip_norm), adam)
+  """The optax optimizer ``config`` describes (see :class:`TrainConfig`).
+
+  A plain Adam (the ACT paper's optimizer, and the default) is
+  ``optax.adam(learning_rate)`` itself, so checkpoints of earlier versions
+  keep their optimizer-state layout.
+  """
+  lr = learning_rate_schedule(config)
+  if config.optimizer == 'adam':
+    core = optax.adam(lr)
+  else:
+    core = optax.sgd(lr, momentum=config.momentum or None)
+  parts = []
+  if config.weight_decay:
+    parts.append(optax.add_decayed_weights(config.weight_decay))
+  if config.grad_clip_norm is not None:
+    parts.append(optax.clip_by_global_norm(config.grad_clip_norm))
+  return optax.chain(*parts, core) if parts else core
 
 
 def prepare_workdir(workdir) -> pathlib.Path:
@@ -127,23 +219,38 @@ def prepare_workdir(workdir) -> pathlib.Path:
   return path
 
 
-def _shard_batch(batch: Any, sharding: NamedSharding) -> Any:
-  if jax.process_count() == 1:
-    return jax.device_put(batch, sharding)
+def _shard_batch(batch: Any, sharding: NamedSharding,
+                 replicated: NamedSharding) -> Any:
+  # Leaves with a batch axis are split over the devices; scalars (a reset
+  # flag) are replicated.
   def put(leaf):
+    target = sharding if np.ndim(leaf) else replicated
+    if jax.process_count() == 1:
+      return jax.device_put(leaf, target)
     host = np.asarray(leaf)
-    return jax.make_array_from_callback(host.shape, sharding,
+    return jax.make_array_from_callback(host.shape, target,
                                         lambda idx: host[idx])
   return jax.tree_util.tree_map(put, batch)
 
 
+def run_keys(seed: int) -> tuple[jax.Array, jax.Array, jax.Array]:
+  """``(init_key, data_key, loss_key)`` of a run: pure functions of the seed."""
+  init_key, data_key = jax.random.split(jax.random.PRNGKey(seed))
+  # A key of its own, derived so that the init and data keys stay those of
+  # earlier versions (same seed, same numbers).
+  loss_key = jax.random.fold_in(init_key, 0x10552)
+  return init_key, data_key, loss_key
+
+
 def _initial_state(experiment: Experiment, config: TrainConfig):
   """The optimizer and the step-0 :class:`TrainState` of ``config``."""
-  init_key, data_key = jax.random.split(jax.random.PRNGKey(config.seed))
+  init_key, data_key, _ = run_keys(config.seed)
   tx = make_optimizer(config)
   params = experiment.init(init_key)
+  carry = (experiment.init_carry(config.batch_size)
+           if experiment.init_carry is not None else None)
   return tx, TrainState(params, tx.init(params), jnp.zeros((), jnp.int32),
-                        data_key)
+                        data_key, carry)
 
 
 def restore_latest_params(experiment: Experiment, config: TrainConfig,
@@ -170,15 +277,37 @@ def restore_latest_params(experiment: Experiment, config: TrainConfig,
   return step, TrainState(*state).params
 
 
+def _progress_values(window: list) -> dict:
+  """What the bar shows: the loss function's own metrics, else the loss."""
+  last = window[-1]
+  shown = {k: v for k, v in last.items()
+           if k not in ('loss_total', 'grad_norm')}
+  if not shown:
+    shown = {'loss': last['loss_total']}
+  return {k: f'{v:.4g}' for k, v in list(shown.items())[:4]}
+
+
 def train_and_evaluate(experiment: Experiment, config: TrainConfig,
-                       workdir) -> TrainResult:
+                       workdir, *,
+                       on_checkpoint: Optional[Callable[[int], None]] = None,
+                       ) -> TrainResult:
   """Trains ``experiment`` in ``workdir``, resuming from its latest checkpoint.
 
-  Writes ``<workdir>/checkpoints/`` (Orbax; params, optimizer state, step and
-  data key every ``checkpoint_every`` steps and at the end, the last
-  ``keep_checkpoints`` kept), ``<workdir>/metrics.jsonl`` and TensorBoard
-  events in ``<workdir>/tensorboard/`` at every evaluation, and a progress bar
-  on stderr.
+  Writes ``<workdir>/checkpoints/`` (Orbax; params, optimizer state, step,
+  data key and carried state every ``checkpoint_every`` steps and at the end,
+  the last ``keep_checkpoints`` kept), ``<workdir>/metrics.jsonl`` and
+  TensorBoard events in ``<workdir>/tensorboard/`` at every evaluation, and a
+  progress bar. Each evaluation logs the held-out metrics, the mean of the
+  loss's metrics since the last one (``train_*``) and ``steps_per_sec``,
+  the rate over that interval (compilation and evaluation excluded).
+
+  Args:
+    experiment: the pure functions of the run.
+    config: its hyperparameters.
+    workdir: the run's folder (created if missing).
+    on_checkpoint: called with the step after every checkpoint is saved, on
+      the process that writes files (the binaries record their run-defining
+      flags there: a workdir without a checkpoint holds no run).
 
   Raises:
     ValueError: a bad config or workdir, or a batch size the devices do not
@@ -198,6 +327,8 @@ def train_and_evaluate(experiment: Experiment, config: TrainConfig,
   batch_sharding = NamedSharding(mesh, PartitionSpec('data'))
   checkpoint_every = config.checkpoint_every or config.eval_every
   is_chief = jax.process_index() == 0
+  has_carry = experiment.init_carry is not None
+  _, _, loss_key = run_keys(config.seed)
 
   tx, state = _initial_state(experiment, config)
 
@@ -208,22 +339,27 @@ def train_and_evaluate(experiment: Experiment, config: TrainConfig,
   if restored is not None:
     start, state = restored
     state = TrainState(*state)
-  state = jax.device_put(state, replicated)
+  state_sharding = TrainState(
+      replicated, replicated, replicated, replicated,
+      batch_sharding if has_carry else None)
+  state = jax.device_put(state, state_sharding)
   writer = MetricsWriter(workdir, resume_step=start) if is_chief else None
 
   def train_step(state: TrainState, batch):
-    (loss, metrics), grads = jax.value_and_grad(
-        experiment.loss, has_aux=True)(state.params, batch)
+    info = StepInfo(jax.random.fold_in(loss_key, state.step), state.step,
+                    state.carry)
+    (loss, aux), grads = jax.value_and_grad(
+        experiment.loss, has_aux=True)(state.params, batch, info)
+    metrics, carry = aux if has_carry else (aux, None)
     updates, opt_state = tx.update(grads, state.opt_state, state.params)
     params = optax.apply_updates(state.params, updates)
     metrics = dict(metrics, grad_norm=_global_norm(grads))
     return TrainState(params, opt_state, state.step + 1,
-                      state.data_key), loss, metrics
+                      state.data_key, carry), loss, metrics
 
   donate = (0,) if jax.default_backend() != 'cpu' else ()
   train_step = jax.jit(train_step, donate_argnums=donate,
-                       out_shardings=(replicated, replicated, replicated))
-  sample = jax.jit(experiment.sample)
+                       out_shardings=(state_sharding, replicated, replicated))
 
   progress = Progress(config.steps, initial=start, desc=config.desc) \
       if is_chief and not config.quiet else None
@@ -233,6 +369,9 @@ def train_and_evaluate(experiment: Experiment, config: TrainConfig,
   pending: list = []    # (step, loss, metrics) not yet checked on the host
   train_window: list = []
   t_start = time.time()
+  # The rate of an interval starts after its first step, so neither the
+  # compilation nor the evaluation before it counts.
+  rate_ref: Optional[tuple[float, int]] = None
 
   def say(line):
     if progress is not None:
@@ -253,40 +392,50 @@ def train_and_evaluate(experiment: Experiment, config: TrainConfig,
       train_window[-1]['loss_total'] = value
     pending.clear()
     if progress is not None and train_window:
-      progress.update(step, loss=f'{train_window[-1]["loss_total"]:.4f}')
+      progress.update(step, **_progress_values(train_window))
 
   if restored is not None:
     say(f'Resumed from step {start} ({workdir / "checkpoints"}).')
   try:
     step = start
     while step < config.steps:
-      batch = _shard_batch(
-          sample(jax.random.fold_in(state.data_key, step)), batch_sharding)
+      batch = _shard_batch(experiment.sample(state.data_key, state.step),
+                           batch_sharding, replicated)
       state, loss, metrics = train_step(state, batch)
       step += 1
       pending.append((step, loss, metrics))
+      if rate_ref is None:
+        jax.block_until_ready(loss)
+        rate_ref = (_clock(), step)
       last = step == config.steps
       do_eval = step % config.eval_every == 0 or last
       do_save = step % checkpoint_every == 0 or last
       if step % config.log_every == 0 or do_eval or do_save:
         flush_pending(step)
       if do_eval:
+        ref_time, ref_step = rate_ref
+        jax.block_until_ready(loss)
+        rate = ((step - ref_step) / max(_clock() - ref_time, 1e-9)
+                if step > ref_step else float('nan'))
         results = {f'train_{k}': float(np.mean([m[k] for m in train_window]))
                    for k in (train_window[0] if train_window else {})}
         train_window.clear()
         results.update({k: float(v) for k, v in
-                        experiment.evaluate(state.params).items()})
-        results['steps_per_sec'] = (step - start) / max(
-            time.time() - t_start, 1e-9)
+                        experiment.evaluate(state.params, step).items()})
+        results['steps_per_sec'] = rate
         last_eval = results
         history.append(dict(step=step, **results))
         if writer is not None:
           writer.write(step, results)
         say(f'step {step}: ' + ', '.join(
             f'{k}={v:.4g}' for k, v in results.items()))
+        rate_ref = None
       if do_save:
         checkpointer.save(step, jax.device_get(state))
         last_saved = step
+        if on_checkpoint is not None and is_chief:
+          on_checkpoint(step)
+        rate_ref = None
   finally:
     if progress is not None:
       progress.close()
@@ -301,7 +450,7 @@ def train_and_evaluate(experiment: Experiment, config: TrainConfig,
     say(f'Already at step {final_step} >= --steps={config.steps}; '
         'evaluating the checkpoint only.')
     last_eval = {k: float(v) for k, v in
-                 experiment.evaluate(state.params).items()}
+                 experiment.evaluate(state.params, final_step).items()}
   if is_chief and not config.quiet:
     elapsed = time.time() - t_start
     rows = {'steps': f'{start} -> {final_step}',

@@ -1,4 +1,4 @@
-"""Training metrics: a JSON-lines log plus TensorBoard scalars.
+"""Training metrics log: a JSON-lines file plus TensorBoard scalars.
 
 :class:`MetricsWriter` appends one JSON object per call to
 ``<workdir>/metrics.jsonl``::
@@ -24,6 +24,8 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+
+from vcrnn_jax.files import atomic_write
 
 __all__ = ['MetricsWriter', 'read_metrics']
 
@@ -122,9 +124,7 @@ def _keep_through_step(path: pathlib.Path, resume_step: int) -> int:
       dropped += 1
   if dropped:
     # Write-then-rename so a crash here cannot lose the kept lines.
-    tmp = path.with_name(path.name + '.tmp')
-    tmp.write_text(''.join(line + '\n' for line in kept), encoding='utf-8')
-    os.replace(tmp, path)
+    atomic_write(path, ''.join(line + '\n' for line in kept))
   return dropped
 
 
