@@ -126,13 +126,14 @@ def test_default_cache_dir_honours_env(monkeypatch, tmp_path):
   assert download.default_cache_dir().parts[-2:] == ('.cache', 'vcrnn_jax')
 
 
-def test_success_then_cache_hit_without_request(server, tmp_path):
+def test_success_then_cache_hit_without_request(server, tmp_path, capfd):
   server.routes['/ok/simple-examples.tgz'] = make_tgz(PTB_TEXT)
   res = ptb_resource(server.url + '/ok/simple-examples.tgz')
   cache = tmp_path / 'cache'
   before = len(server.requests)
   root = download.fetch(res, cache)
   assert root == cache and len(server.requests) == before + 1
+  assert capfd.readouterr() == ('', '')  # pooch's own logging stays quiet.
   for name, text in PTB_TEXT.items():
     assert (cache / 'ptb' / name).read_text() == text
   assert_clean(cache)
@@ -160,6 +161,14 @@ def test_checksum_mismatch_is_refused_and_cache_stays_clean(server, tmp_path):
   with pytest.raises(download.ChecksumError, match='refusing it'):
     download.fetch('enwik8', cache, url=server.url + '/fake/enwik8.zip')
   assert not (cache / 'enwik8').exists()
+  assert_clean(cache)
+  # Without a known size, the SHA-256 check refuses it.
+  with pytest.raises(
+      download.ChecksumError,
+      match=r'enwik8\.zip from \S+ has SHA-256 \w+, expected 547994\w+; '
+      'refusing it'):
+    download.fetch(download.RESOURCES['enwik8']._replace(size=None), cache,
+                   url=server.url + '/fake/enwik8.zip')
   assert_clean(cache)
 
 
@@ -206,6 +215,35 @@ def test_corrupt_archive_with_matching_digest_is_refused(server, tmp_path):
     download.fetch(res, tmp_path, url=server.url + '/junk/text8.zip')
   assert not (tmp_path / 'text8').exists()
   assert_clean(tmp_path)
+
+
+def test_missing_or_linked_member_is_refused(server, tmp_path):
+  server.routes['/nomember/text8.zip'] = make_zip({'other': b'x'})
+  with pytest.raises(download.ChecksumError, match="has no member 'text8'"):
+    download.fetch(
+        download.RESOURCES['text8']._replace(size=None), tmp_path,
+        url=server.url + '/nomember/text8.zip')
+  # A member that is a link could point out of the cache.
+  buf = io.BytesIO()
+  with tarfile.open(fileobj=buf, mode='w:gz') as tf:
+    info = tarfile.TarInfo('simple-examples/data/ptb.train.txt')
+    info.type, info.linkname = tarfile.SYMTYPE, '/etc/hostname'
+    tf.addfile(info)
+  server.routes['/link/simple-examples.tgz'] = buf.getvalue()
+  # Python >= 3.12 refuses it while unpacking (tarfile's 'data' filter).
+  with pytest.raises(
+      download.ChecksumError, match='(has no member|not a readable).*refusing'):
+    download.fetch(
+        'ptb', tmp_path, url=server.url + '/link/simple-examples.tgz')
+  assert not (tmp_path / 'text8').exists() and not (tmp_path / 'ptb').exists()
+  assert_clean(tmp_path)
+
+
+def test_unknown_scheme_is_refused_before_any_write(tmp_path, monkeypatch):
+  monkeypatch.setenv('VCRNN_JAX_DATA_MIRROR', tmp_path.as_uri())
+  with pytest.raises(ValueError, match="url must be .*ftp://.*got 'file:"):
+    download.fetch('thesession', tmp_path / 'c')
+  assert not (tmp_path / 'c').exists()
 
 
 def test_zip_resource_sizes_checked(server, tmp_path):

@@ -1,17 +1,21 @@
-"""Tests for vcrnn_jax.training.metrics and vcrnn_jax.training.progress."""
+"""Tests for vcrnn_jax.training.metric_writer and vcrnn_jax.training.progress."""
 
 import io
 import json
 import math
+import os
+import re
 import struct
+import sys
 import time
+import types
 
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 from vcrnn_jax.training import progress as progress_lib
-from vcrnn_jax.training.metrics import MetricsWriter, read_metrics
+from vcrnn_jax.training.metric_writer import MetricsWriter, read_metrics
 from vcrnn_jax.training.progress import Progress, summary_table
 
 # ---------------------------------------------------------------- metrics --
@@ -150,29 +154,41 @@ class _Tty(io.StringIO):
     return True
 
 
+# tqdm's '[elapsed<remaining, rate' part of a line.
+_TIMES = re.compile(r'\[([\d:]+)<([\d:?]+), *([\d.?]+)(step/s|s/step)')
+
+
+def _times(line):
+  """(elapsed, ETA, rate text) of one line; asserts that all are shown."""
+  match = _TIMES.search(line)
+  assert match, line
+  return match.group(1), match.group(2), match.group(3) + match.group(4)
+
+
 def test_plain_stream_prints_every_tenth(clock):
   stream = io.StringIO()
   bar = Progress(1000, stream=stream, desc='train')
   for step in range(1, 1001):
     # The first step includes compilation and must not drag the rate down.
-    clock.now += 30.0 if step == 1 else 0.01
-    bar.update(step, loss=np.float32(0.69314718), err=0.41)
+    clock.now += 30.0 if step == 1 else 1 / 128  # Exact in binary.
+    bar.update(step, loss=np.float32(0.69314718), err=jnp.float32(0.41))
     if step == 550:
       bar.write('eval: error=0.300')
+  assert bar.rate == 128.0
   bar.close()
   lines = stream.getvalue().splitlines()
   assert '\r' not in stream.getvalue()
   # A heartbeat after the slow first step, 10%, ..., 100% and the eval line.
   assert len(lines) == 12
-  assert '   1/1000 ' in lines[0] and '? steps/s' in lines[0]
+  assert '1/1000' in lines[0] and _times(lines[0])[1:] == ('?', '?step/s')
   assert lines[6] == 'eval: error=0.300'
+  for i, line in enumerate(lines[1:6] + lines[7:], start=1):
+    assert line.startswith('train:') and f'{i * 100}/1000' in line
+    assert f'{i * 10}%' in line and 'loss=0.6931, err=0.41' in line
   half = lines[5]
-  assert half.startswith('train  [##########..........]')
-  assert ' 500/1000 ' in half and '50%' in half
-  assert '100 steps/s' in half
-  assert 'ETA 0:00:05' in half
-  assert 'loss=0.6931' in half and 'err=0.41' in half
-  assert '1000/1000' in lines[-1] and 'ETA 0:00:00' in lines[-1]
+  # 499 steps in 3.9 s after the first: 128 steps/s, 500 to go in 3.9 s.
+  assert _times(half) == ('00:03', '00:03', '128.00step/s')
+  assert _times(lines[-1])[1:] == ('00:00', '128.00step/s')
 
 
 def test_plain_stream_heartbeat_for_slow_runs(clock):
@@ -184,47 +200,92 @@ def test_plain_stream_heartbeat_for_slow_runs(clock):
     bar.update(step)
   lines = stream.getvalue().splitlines()
   assert len(lines) == 1 and ' 4/1000 ' in lines[0]
-  assert '4.0 s/step' not in lines[0] and '0.25 steps/s' in lines[0]
-  assert 'ETA 1:06:24' in lines[0]
+  # 3 steps in 12 s: slow runs read as time per step.
+  assert _times(lines[0]) == ('00:12', '1:06:24', '4.00s/step')
   bar.close()  # Prints the last state, which no line showed yet.
   assert ' 5/1000 ' in stream.getvalue().splitlines()[-1]
 
 
-def test_resumed_run_and_unknown_rate(clock):
+def test_resumed_run_rollback_and_unknown_rate(clock):
   stream = io.StringIO()
   bar = Progress(100, initial=50, stream=stream, desc='train')
-  assert '50/100' in bar.format_line() and '? steps/s' in bar.format_line()
+  assert '50/100' in bar.format_line() and bar.rate is None
+  assert _times(bar.format_line())[1:] == ('?', '?step/s')
   bar.update(60)
-  assert 'ETA ?' in bar.format_line()
+  assert _times(bar.format_line())[1] == '?' and bar.rate is None
   clock.now += 10.0
-  bar.update(70)
-  assert '1.00 steps/s' in bar.format_line()
-  assert 'ETA 0:00:30' in bar.format_line()
+  bar.update(70, loss='0.1234')
+  assert bar.rate == 1.0
+  assert _times(bar.format_line()) == ('00:10', '00:30', '1.00step/s')
+  # A rollback restarts the rate measurement.
+  bar.update(65)
+  assert bar.rate is None and _times(bar.format_line())[2] == '?step/s'
+  clock.now += 5.0
+  bar.update(75)
+  assert bar.rate == 2.0
   bar.close()
-  assert stream.getvalue().splitlines()[-1].startswith('train  [##############')
+  last = stream.getvalue().splitlines()[-1]
+  assert last.startswith('train:  75%|') and 'loss' not in last
+  bar.update(80)  # Ignored once closed.
+  assert stream.getvalue().splitlines()[-1] == last
 
 
 def test_tty_redraws_in_place(clock):
   stream = _Tty()
-  bar = Progress(10, stream=stream, desc='x', min_interval=0.5)
+  # An hour between redraws: only the first, the last and write() draw.
+  bar = Progress(10, stream=stream, desc='x', min_interval=3600)
+  assert stream.getvalue() == ''  # Nothing before the first update.
   bar.update(1, loss=1.0)
-  clock.now += 0.1
-  bar.update(2, loss=0.5)  # Throttled: within min_interval.
+  assert stream.getvalue().count('\r') == 1 and 'loss=1' in stream.getvalue()
+  bar.update(2, loss=0.5)  # Throttled.
   assert stream.getvalue().count('\r') == 1
-  clock.now += 1.0
-  bar.update(3, loss=0.25)
-  assert stream.getvalue().count('\r') == 2
   bar.write('eval done')
-  clock.now += 1.0
+  clock.now += 2.0
   bar.update(10, loss=0.125)  # The last step is always drawn.
+  assert bar.rate == pytest.approx(4.5)  # 9 steps in 2 s after the first.
   bar.close()
   text = stream.getvalue()
   assert text.endswith('\n') and text.count('\n') == 2
   # The eval line sits on a line of its own, and the bar is redrawn after it.
   before, after = text.split('eval done\n')
-  assert before.endswith('\r')
-  assert after.startswith('\rx  [######')
-  assert '10/10' in after.splitlines()[-1].split('\r')[-1]
+  assert '\n' not in before and before.endswith('\r')
+  assert after.startswith('\rx:  20%|') and '2/10' in after.split('\r')[1]
+  final = after.rstrip('\n').split('\r')[-1]
+  assert final.startswith('x: 100%|') and '10/10' in final
+  assert 'loss=0.125' in final
+
+
+@pytest.mark.skipif(not hasattr(os, 'openpty'), reason='needs a pty')
+def test_terminal_of_size_zero_still_shows_the_bar():
+  # A new pty has no window size (0 x 0), like `script` or some CI runners.
+  master, slave = os.openpty()
+  with os.fdopen(slave, 'w') as stream:
+    assert os.get_terminal_size(stream.fileno()).columns == 0
+    with Progress(4, stream=stream, desc='x', min_interval=0) as bar:
+      bar.update(1)
+      bar.update(4)
+  chunks = []
+  with os.fdopen(master, 'rb', buffering=0) as out:
+    while True:
+      try:
+        chunk = out.read(1 << 16)
+      except OSError:  # EIO: the other end is closed and all was read.
+        break
+      if not chunk:
+        break
+      chunks.append(chunk)
+  text = b''.join(chunks).decode()
+  assert '\rx: 100%|' in text and '4/4' in text
+
+
+def test_notebook_stdout_redraws_in_place(monkeypatch):
+  # Jupyter's stdout is no terminal but renders tqdm's bar.
+  monkeypatch.setitem(sys.modules, 'ipykernel', types.ModuleType('ipykernel'))
+  monkeypatch.setattr(sys, 'stdout', io.StringIO())
+  with Progress(4) as bar:
+    bar.update(1)
+    bar.update(4)
+  assert '\r' in sys.stdout.getvalue() and '4/4' in sys.stdout.getvalue()
 
 
 def test_progress_validation():

@@ -9,12 +9,13 @@ laid out like ``../shared/data`` so the loaders read it unchanged::
 
 From the shell: ``python -m vcrnn_jax.data.download ptb text8``.
 
-Safety: a download goes to a temporary folder inside the cache, its SHA-256
-(and size) is checked, archives are unpacked there (only the listed members,
-each checked again), and only then is every file moved into place with an
-atomic ``os.replace``. An interrupted, truncated or corrupt download leaves
-nothing behind in the cache, and a file present in the cache was verified. A
-later call finds the files and makes no request.
+Safety: pooch downloads (HTTP(S) or FTP, with a progress bar on a terminal)
+into a temporary folder inside the cache, where the SHA-256 and size are
+checked, pooch unpacks only the listed members, each is checked again, and
+only then is every file moved into place with an atomic ``os.replace``. An
+interrupted, truncated or corrupt download leaves nothing behind in the cache,
+and a file present in the cache was verified. A later call finds the files
+and makes no request.
 
 Digests: where no published digest exists the code says so (``None``) and
 checks what it can (sizes, member digests, the loaders' format checks), and
@@ -25,8 +26,9 @@ internal mirror.
 """
 
 import argparse
+import contextlib
+import ftplib
 import hashlib
-import http.client
 import logging
 import os
 import pathlib
@@ -34,9 +36,7 @@ import shutil
 import sys
 import tarfile
 import tempfile
-import urllib.error
 import urllib.parse
-import urllib.request
 import zipfile
 import zlib
 from typing import NamedTuple, Sequence
@@ -209,11 +209,8 @@ def default_cache_dir() -> pathlib.Path:
 
 def sha256_file(path: os.PathLike | str) -> str:
   """Hex SHA-256 of a file, read in chunks."""
-  h = hashlib.sha256()
   with open(path, 'rb') as f:
-    for chunk in iter(lambda: f.read(_CHUNK), b''):
-      h.update(chunk)
-  return h.hexdigest()
+    return hashlib.file_digest(f, 'sha256').hexdigest()
 
 
 def is_cached(resource: Resource | str,
@@ -244,91 +241,104 @@ def _offline_hint(res: Resource, root: pathlib.Path) -> str:
 
 
 def _check(path: pathlib.Path, what: str, sha256: str | None,
-           size: int | None, digest: str | None = None) -> str:
+           size: int | None) -> str:
   """Verifies size and digest; returns the digest."""
   actual_size = path.stat().st_size
   if size is not None and actual_size != size:
     raise ChecksumError(
         f'{what} has {actual_size} bytes, expected {size}; refusing it.')
-  digest = digest or sha256_file(path)
+  digest = sha256_file(path)
   if sha256 is not None and digest != sha256:
     raise ChecksumError(
         f'{what} has SHA-256 {digest}, expected {sha256}; refusing it '
         '(corrupt or changed upstream).')
-  if sha256 is None:
-    logger.warning('%s: no known SHA-256 to verify against; computed %s.',
-                   what, digest)
   return digest
 
 
-def _download(url: str, dest: pathlib.Path, timeout: float) -> str:
-  """Streams ``url`` to ``dest``; returns the SHA-256. Raises on short reads."""
-  h = hashlib.sha256()
-  received = 0
-  with (urllib.request.urlopen(url, timeout=timeout) as resp,
-        open(dest, 'wb') as out):
-    length = resp.headers.get('Content-Length')
-    expected = int(length) if length is not None and length.isdigit() else None
-    while True:
-      chunk = resp.read(_CHUNK)
-      if not chunk:
-        break
-      out.write(chunk)
-      h.update(chunk)
-      received += len(chunk)
-  if expected is not None and received != expected:
-    raise http.client.IncompleteRead(b'', expected - received)
-  return h.hexdigest()
+def _downloader(url: str, timeout: float):
+  """pooch's downloader for the scheme of ``url``; ValueError for others."""
+  import pooch  # pylint: disable=g-import-not-at-top (keeps imports fast)
+  # pooch's tqdm bar on a terminal only: in a log it is one endless line.
+  progressbar = hasattr(sys.stderr, 'isatty') and sys.stderr.isatty()
+  kinds = {'http': pooch.HTTPDownloader, 'https': pooch.HTTPDownloader,
+           'ftp': pooch.FTPDownloader}
+  scheme = urllib.parse.urlsplit(url).scheme
+  if scheme not in kinds:
+    raise ValueError(
+        f'url must be an http://, https:// or ftp:// URL, got {url!r}.')
+  return kinds[scheme](
+      progressbar=progressbar, chunk_size=_CHUNK, timeout=timeout)
 
 
-def _extract(res: Resource, archive: pathlib.Path,
-             staging: pathlib.Path) -> list:
-  """Copies the listed members to ``staging``.
+def _transfer_error(res: Resource, url: str, root: pathlib.Path,
+                    e: BaseException) -> DownloadError:
+  """The one-line error for a failed transfer, with where to put the files."""
+  import requests  # pylint: disable=g-import-not-at-top (pooch's dependency)
+  if isinstance(e, requests.HTTPError):
+    what = (f'cannot download {res.name} from {url}: HTTP '
+            f'{e.response.status_code} {e.response.reason}')
+  elif isinstance(e, requests.exceptions.ChunkedEncodingError):
+    what = (f'download of {res.name} from {url} was interrupted '
+            f'({type(e).__name__}: {_reason(e)})')
+  else:
+    what = f'cannot download {res.name} from {url}: {_reason(e)}'
+  return DownloadError(f'{what}. {_offline_hint(res, root)}')
+
+
+def _reason(e: BaseException) -> str:
+  """The innermost error's text: requests and urllib3 wrap the socket's."""
+  for _ in range(8):
+    inner = e.__cause__ or getattr(e, 'reason', None) or (e.args or [0])[0]
+    if not isinstance(inner, BaseException):
+      break
+    e = inner
+  return str(e)
+
+
+@contextlib.contextmanager
+def _quiet_pooch():
+  """pooch logs each download and hash at INFO to its own stderr handler."""
+  import pooch  # pylint: disable=g-import-not-at-top
+  pooch_logger = pooch.get_logger()
+  level = pooch_logger.level
+  pooch_logger.setLevel(logging.WARNING)
+  try:
+    yield
+  finally:
+    pooch_logger.setLevel(level)
+
+
+def _unpack(res: Resource,
+            download: pathlib.Path) -> list[tuple[FileSpec, pathlib.Path]]:
+  """Unpacks the listed members next to ``download``.
 
   Returns:
-    (spec, staged path) pairs.
+    (spec, unpacked path) pairs.
   """
-  out = []
   if res.archive is None:
-    return [(res.files[0], archive)]
+    return [(res.files[0], download)]
+  import pooch  # pylint: disable=g-import-not-at-top
+  processors = {'zip': pooch.Unzip, 'tgz': pooch.Untar}
+  if res.archive not in processors:
+    raise ValueError(f'archive of resource {res.name!r} must be one of '
+                     f'{sorted(processors)} or None, got {res.archive!r}.')
+  unpack = processors[res.archive](
+      members=[f.member for f in res.files], extract_dir='unpacked')
   try:
-    if res.archive == 'zip':
-      with zipfile.ZipFile(archive) as zf:
-        names = set(zf.namelist())
-        for spec in res.files:
-          if spec.member not in names:
-            raise ChecksumError(f'{res.filename} from {res.url} has no member '
-                                f'{spec.member!r}; refusing it.')
-          dst = staging / spec.path
-          dst.parent.mkdir(parents=True, exist_ok=True)
-          with zf.open(spec.member) as src, open(dst, 'wb') as f:
-            shutil.copyfileobj(src, f, _CHUNK)
-          out.append((spec, dst))
-    elif res.archive == 'tgz':
-      with tarfile.open(archive, 'r:gz') as tf:
-        # Members may be stored as './simple-examples/...'; only regular files
-        # named in the resource are read, so no path can escape the staging dir.
-        members = {
-            m.name.removeprefix('./'): m for m in tf.getmembers() if m.isfile()
-        }
-        for spec in res.files:
-          if spec.member not in members:
-            raise ChecksumError(f'{res.filename} from {res.url} has no member '
-                                f'{spec.member!r}; refusing it.')
-          dst = staging / spec.path
-          dst.parent.mkdir(parents=True, exist_ok=True)
-          src = tf.extractfile(members[spec.member])
-          with src, open(dst, 'wb') as f:
-            shutil.copyfileobj(src, f, _CHUNK)
-          out.append((spec, dst))
-    else:
-      raise ValueError(f'unknown archive kind {res.archive!r}.')
+    with _quiet_pooch():
+      unpack(str(download), 'download', None)
   except (zipfile.BadZipFile, tarfile.TarError, EOFError, zlib.error,
           OSError) as e:
-    if isinstance(e, DownloadError):
-      raise
     raise ChecksumError(f'{res.filename} from {res.url} is not a readable '
                         f'{res.archive} archive ({e}); refusing it.') from None
+  out = []
+  for spec in res.files:
+    path = download.parent / 'unpacked' / spec.member
+    # Only regular files are kept: a link could point out of the cache.
+    if path.is_symlink() or not path.is_file():
+      raise ChecksumError(f'{res.filename} from {res.url} has no member '
+                          f'{spec.member!r}; refusing it.')
+    out.append((spec, path))
   return out
 
 
@@ -345,7 +355,8 @@ def fetch(resource: Resource | str,
       (``'ptb_char'`` -> ``'ptb'``), or a :class:`Resource`.
     cache_dir: where to cache; default :func:`default_cache_dir`.
     url: download from here instead of the canonical URL (also
-      ``$VCRNN_JAX_DATA_MIRROR``, a base URL the file name is appended to).
+      ``$VCRNN_JAX_DATA_MIRROR``, a base URL the file name is appended to);
+      ``http://``, ``https://`` or ``ftp://``.
     timeout: socket timeout in seconds.
 
   Returns:
@@ -357,6 +368,7 @@ def fetch(resource: Resource | str,
       files by hand.
     ChecksumError: size or SHA-256 mismatch, or a corrupt archive. Nothing is
       written to the cache in either case.
+    ValueError: an unknown resource, or a URL of another scheme.
 
   Example::
 
@@ -372,27 +384,28 @@ def fetch(resource: Resource | str,
   if url is None:
     name = urllib.parse.quote(res.filename)
     url = f'{mirror.rstrip("/")}/{name}' if mirror else res.url
+  downloader = _downloader(url, timeout)
+  import pooch  # pylint: disable=g-import-not-at-top
+  import requests  # pylint: disable=g-import-not-at-top
   root.mkdir(parents=True, exist_ok=True)
   tmp = pathlib.Path(tempfile.mkdtemp(prefix=f'.tmp-{res.name}-', dir=root))
   try:
-    download = tmp / 'download' / res.filename
-    download.parent.mkdir()
     logger.info('downloading %s from %s', res.name, url)
     try:
-      digest = _download(url, download, timeout)
-    except urllib.error.HTTPError as e:
-      raise DownloadError(
-          f'cannot download {res.name} from {url}: HTTP {e.code} '
-          f'{e.reason}. {_offline_hint(res, root)}') from None
-    except urllib.error.URLError as e:
-      raise DownloadError(f'cannot download {res.name} from {url}: {e.reason}. '
-                          f'{_offline_hint(res, root)}') from None
-    except (http.client.HTTPException, OSError) as e:
-      raise DownloadError(
-          f'download of {res.name} from {url} was interrupted '
-          f'({type(e).__name__}: {e}). {_offline_hint(res, root)}') from None
-    _check(download, f'{res.filename} from {url}', res.sha256, res.size, digest)
-    staged = _extract(res, download, tmp / 'staging')
+      with _quiet_pooch():
+        # The digest is checked below, with the size and in the same words
+        # as the archive members'.
+        download = pathlib.Path(pooch.retrieve(
+            url, known_hash=None, fname=res.filename, path=tmp,
+            downloader=downloader))
+    except (requests.RequestException, ftplib.Error, OSError, EOFError) as e:
+      raise _transfer_error(res, url, root, e) from None
+    what = f'{res.filename} from {url}'
+    digest = _check(download, what, res.sha256, res.size)
+    if res.sha256 is None:
+      logger.warning('%s: no known SHA-256 to verify against; computed %s.',
+                     what, digest)
+    staged = _unpack(res, download)
     for spec, path in staged:
       _check(path, f'{spec.path} from {res.filename}', spec.sha256, spec.size)
     for spec, path in staged:

@@ -1,18 +1,24 @@
-"""A dependency-free progress bar and an end-of-run summary table.
+"""Training progress on top of tqdm, and an end-of-run summary table.
 
-On a terminal, :class:`Progress` redraws one line in place::
+On a terminal, or in a notebook, :class:`Progress` is a tqdm bar redrawn in
+place::
 
-  [############........]  600/1000   60%  41.7 steps/s  ETA 0:00:09  loss=0.69
+  train:  60%|██████    | 600/1000 [00:14<00:09, 41.70step/s, loss=0.6931]
 
-When the stream is not a terminal (CI, a log file), it prints that line as a
-plain line only when progress crosses a 10% mark or ``20 * min_interval``
-seconds have passed since the last one, so logs stay short.
+When the stream is not a terminal (CI, a log file), redrawing would fill the
+log with carriage returns, so tqdm only formats the line and it is printed as
+a plain line when progress crosses a 10% mark or ``20 * min_interval`` seconds
+have passed since the last one, so logs stay short.
+
+Both start the clock at the first update, so the rate and the ETA leave out
+the first step, which includes JIT compilation.
 """
 
 from __future__ import annotations
 
 import io
 import math
+import os
 import shutil
 import sys
 import time
@@ -21,7 +27,7 @@ from typing import Any, TextIO
 
 __all__ = ['Progress', 'summary_table']
 
-_BAR_WIDTH = 20
+_UNIT = 'step'
 # Fraction of the run between two plain (non-terminal) lines.
 _PLAIN_FRACTION = 0.1
 # A plain line is also printed after this many min_intervals without one.
@@ -33,28 +39,23 @@ def _monotonic() -> float:
   return time.monotonic()
 
 
-def _is_tty(stream: TextIO) -> bool:
+def _redraws(stream: TextIO) -> bool:
+  """Whether ``stream`` shows a bar redrawn in place."""
+  if stream is sys.stdout and 'ipykernel' in sys.modules:
+    # A notebook's stdout is no terminal, but it renders tqdm's bar.
+    return True
   try:
     return bool(stream.isatty())
   except (AttributeError, ValueError, io.UnsupportedOperation):
     return False
 
 
-def _format_duration(seconds: float) -> str:
-  if not math.isfinite(seconds) or seconds < 0:
-    return '?'
-  seconds = int(round(seconds))
-  hours, rest = divmod(seconds, 3600)
-  minutes, secs = divmod(rest, 60)
-  return f'{hours}:{minutes:02d}:{secs:02d}'
-
-
-def _format_rate(rate: float) -> str:
-  if rate < 0.1:
-    # Slow runs read better as time per step.
-    return f'{1 / rate:.1f} s/step'
-  digits = 0 if rate >= 100 else (1 if rate >= 10 else 2)
-  return f'{rate:.{digits}f} steps/s'
+def _zero_width(stream: TextIO) -> bool:
+  """Whether ``stream`` is a terminal that reports a width of 0 columns."""
+  try:
+    return os.get_terminal_size(stream.fileno()).columns == 0
+  except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+    return False
 
 
 def _format_value(value: Any, float_format: str = '.4g') -> str:
@@ -72,7 +73,7 @@ def _format_value(value: Any, float_format: str = '.4g') -> str:
 
 
 class Progress:
-  """A one-line progress bar with rate, ETA and live values.
+  """A tqdm progress bar with rate, ETA and live values, short in logs.
 
   Example::
 
@@ -118,16 +119,13 @@ class Progress:
     self._stream = sys.stdout if stream is None else stream
     self._desc = desc
     self._min_interval = float(min_interval)
-    self._tty = _is_tty(self._stream)
+    self._redraw = _redraws(self._stream)
     self._step = initial
-    self._postfix: dict[str, Any] = {}
-    # Rate reference point: the first update, so the rate excludes the
-    # first step(s), which include JIT compilation.
+    self._postfix: dict[str, str] = {}
+    # (time, step) of the first update: the rate leaves out what came before.
     self._ref: tuple[float, int] | None = None
-    self._last_draw = -math.inf
-    self._drawn_width = 0  # Characters of the bar currently on the line.
-    self._last_plain_time = _monotonic()
-    self._last_plain_step = initial
+    self._bar = None  # The tqdm bar, when redrawing, from the first update.
+    self._last_plain = (_monotonic(), initial)  # (time, step) of a plain line.
     self._closed = False
 
   @property
@@ -151,26 +149,28 @@ class Progress:
     """
     if self._closed:
       return
-    now = _monotonic()
-    if self._ref is None or step < self._step:
-      # First update, or a rollback: restart the rate measurement here.
-      self._ref = (now, step)
+    restart = self._ref is None or step < self._step
     self._step = step
-    self._postfix = dict(postfix)
+    self._postfix = {k: _format_value(v) for k, v in postfix.items()}
     done = step >= self._total
-    if self._tty:
-      if done or now - self._last_draw >= self._min_interval:
-        self._draw(now)
-    elif self._plain_due(now) or done:
-      self._print_plain(now)
+    if restart:
+      # First update, or a rollback: the clock (re)starts here.
+      self._ref = (_monotonic(), step)
+    if self._redraw:
+      if restart:
+        self._new_bar()
+      else:
+        self._bar.set_postfix(self._postfix, refresh=False)
+        self._bar.update(step - self._bar.n)
+        if done:
+          self._bar.refresh()
+    elif done or self._plain_due():
+      self._print_plain()
 
   def write(self, line: str) -> None:
     """Prints ``line`` above the bar (the bar is redrawn below it)."""
-    if self._tty and self._drawn_width:
-      self._clear()
-      self._stream.write(f'{line}\n')
-      if not self._closed:
-        self._draw(_monotonic())
+    if self._bar is not None and not self._closed:
+      self._bar.write(line, file=self._stream)
     else:
       self._stream.write(f'{line}\n')
     self._stream.flush()
@@ -179,14 +179,10 @@ class Progress:
     """Draws the final state and ends the bar's line."""
     if self._closed:
       return
-    now = _monotonic()
-    if self._tty:
-      if self._ref is not None or self._drawn_width:
-        self._draw(now)
-        self._stream.write('\n')
-        self._drawn_width = 0
-    elif self._ref is not None and self._last_plain_step != self._step:
-      self._print_plain(now)
+    if self._bar is not None:
+      self._bar.close()
+    elif self._ref is not None and self._last_plain[1] != self._step:
+      self._print_plain()
     self._closed = True
     self._stream.flush()
 
@@ -197,57 +193,45 @@ class Progress:
     self.close()
 
   def format_line(self) -> str:
-    """The bar's current text (without any terminal control characters)."""
-    total = self._total
-    fraction = 1.0 if total == 0 else min(max(self._step / total, 0.0), 1.0)
-    filled = int(fraction * _BAR_WIDTH)
-    bar = '#' * filled + '.' * (_BAR_WIDTH - filled)
-    width = len(str(total))
-    parts = [f'[{bar}]', f'{self._step:>{width}}/{total}',
-             f'{int(fraction * 100):3d}%']
-    rate = self.rate
-    if rate is None:
-      parts += ['? steps/s', 'ETA ?']
-    else:
-      parts.append(_format_rate(rate))
-      parts.append(
-          f'ETA {_format_duration(max(total - self._step, 0) / rate)}')
-    parts += [f'{k}={_format_value(v)}' for k, v in self._postfix.items()]
-    if self._desc:
-      parts.insert(0, self._desc)
-    return '  '.join(parts)
+    """The current state as one plain line (tqdm's format, ASCII bar)."""
+    from tqdm import tqdm  # pylint: disable=g-import-not-at-top (import time)
+    ref_time, ref_step = self._ref or (_monotonic(), self._step)
+    postfix = ', '.join(f'{k}={v}' for k, v in self._postfix.items())
+    return tqdm.format_meter(
+        self._step, self._total, _monotonic() - ref_time, prefix=self._desc,
+        ascii=True, unit=_UNIT, initial=ref_step, postfix=postfix or None)
 
-  def _plain_due(self, now: float) -> bool:
+  def _new_bar(self) -> None:
+    from tqdm.auto import tqdm  # pylint: disable=g-import-not-at-top
+    if self._bar is not None:
+      self._bar.close()
+    # tqdm draws nothing on a terminal of size 0 (a pty without a window, as
+    # under `script` or some CI runners); shutil falls back to 80 x 24.
+    ncols, nrows = (shutil.get_terminal_size() if _zero_width(self._stream)
+                    else (None, None))
+    # smoothing=0: the mean rate since the first update, like `rate`; tqdm's
+    # moving average would drop at every evaluation pause.
+    # miniters=1: redraws are paced by min_interval alone.
+    self._bar = tqdm(
+        total=self._total, initial=self._step, desc=self._desc,
+        file=self._stream, unit=_UNIT, mininterval=self._min_interval,
+        miniters=1, smoothing=0, ncols=ncols, nrows=nrows,
+        dynamic_ncols=ncols is None, postfix=self._postfix)
+
+  def _plain_due(self) -> bool:
+    last_time, last_step = self._last_plain
     step_gap = max(1, math.ceil(self._total * _PLAIN_FRACTION))
     # Crossing a 10% mark (not just moving 10% since the last line) keeps the
     # lines at round percentages.
-    if self._step // step_gap > self._last_plain_step // step_gap:
+    if self._step // step_gap > last_step // step_gap:
       return True
-    return (self._step != self._last_plain_step and
-            now - self._last_plain_time >=
+    return (self._step != last_step and _monotonic() - last_time >=
             _PLAIN_HEARTBEAT * self._min_interval)
 
-  def _print_plain(self, now: float) -> None:
+  def _print_plain(self) -> None:
     self._stream.write(self.format_line() + '\n')
     self._stream.flush()
-    self._last_plain_time = now
-    self._last_plain_step = self._step
-
-  def _draw(self, now: float) -> None:
-    line = self.format_line()
-    # A line wider than the terminal wraps and '\r' then only rewinds the
-    # last row, so the bar is cut to fit.
-    columns = shutil.get_terminal_size(fallback=(80, 24)).columns
-    line = line[:max(columns - 1, 1)]
-    padding = ' ' * max(self._drawn_width - len(line), 0)
-    self._stream.write(f'\r{line}{padding}')
-    self._stream.flush()
-    self._drawn_width = len(line)
-    self._last_draw = now
-
-  def _clear(self) -> None:
-    self._stream.write('\r' + ' ' * self._drawn_width + '\r')
-    self._drawn_width = 0
+    self._last_plain = (_monotonic(), self._step)
 
 
 def summary_table(rows: Mapping[str, Any], title: str = '') -> str:
