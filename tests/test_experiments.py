@@ -2,8 +2,10 @@
 
 import csv
 import json
+import math
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 
@@ -14,12 +16,21 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 
 COMMON = ['--steps=4', '--eval_every=2', '--eval_batch_size=32',
           '--hidden_size=8', '--batch_size=4']
+# The ACT binaries' metrics at every evaluation of a short run, recorded with
+# the code before the shared training stack (commit 0dee84e): every later
+# change must reproduce them (same flags, same numbers).
+GOLDEN = json.loads((REPO / 'tests' / 'data' /
+                     'act_golden_metrics.json').read_text())
+GOLDEN_ARGS = ['--steps=20', '--eval_every=10', '--learning_rate=0.01',
+               '--eval_batch_size=32', '--hidden_size=8', '--batch_size=4']
 RUNS = {
-    'act_logic': COMMON + ['--max_len=3', '--num_gates=3'],
-    'act_addition': COMMON + ['--max_len=2', '--max_digits=2'],
-    'act_sort': COMMON + ['--max_len=4'],
-    'act_parity': COMMON + ['--bits=8', '--act=false'],
+    'act_logic': GOLDEN_ARGS + ['--max_len=3', '--num_gates=3'],
+    'act_addition': GOLDEN_ARGS + ['--max_len=2', '--max_digits=2'],
+    'act_sort': GOLDEN_ARGS + ['--max_len=4'],
+    'act_parity': GOLDEN_ARGS + ['--bits=8', '--act=false'],
+    'act_parity_act': GOLDEN_ARGS + ['--bits=8'],
 }
+GOLDEN_CORPUS = b'the quick brown fox jumps over the lazy dog. ' * 200
 
 
 def _run(module, args, tmp_path, cwd=REPO):
@@ -38,16 +49,45 @@ def _metrics(workdir):
           (workdir / 'metrics.jsonl').read_text().splitlines()]
 
 
-@pytest.mark.parametrize('module', sorted(RUNS))
-def test_synthetic_binary_runs_end_to_end(module, tmp_path):
+def _assert_golden(name, lines):
+  want = GOLDEN[name]
+  assert [l['step'] for l in lines] == [w['step'] for w in want]
+  for got, ref in zip(lines, want):
+    for key, value in ref.items():
+      np.testing.assert_allclose(got[key], value, rtol=2e-5, atol=1e-7,
+                                 err_msg=f'{name} step {ref["step"]} {key}')
+
+
+@pytest.mark.parametrize('name', sorted(RUNS))
+def test_act_binary_reproduces_the_recorded_metrics(name, tmp_path):
+  module = 'act_parity' if name.startswith('act_parity') else name
   workdir = tmp_path / 'run'
-  proc = _run(module, RUNS[module] + [f'--workdir={workdir}'], tmp_path)
+  proc = _run(module, RUNS[name] + [f'--workdir={workdir}'], tmp_path)
   assert proc.returncode == 0, proc.stderr[-3000:]
-  lines = _metrics(workdir)
-  assert [l['step'] for l in lines] == [2, 4]
-  assert 0.0 <= lines[-1]['sequence_error'] <= 1.0
-  assert lines[-1]['ponder'] >= 1.0
+  _assert_golden(name, _metrics(workdir))
   assert 'sequence_error' in proc.stdout   # the summary table
+
+
+def test_a_checkpoint_from_before_the_training_stack_restores(tmp_path):
+  # tests/data/act_parity_workdir_v1 is the act_parity_act golden run's
+  # workdir (step 20) as the code of commit 0dee84e wrote it.
+  workdir = tmp_path / 'run'
+  shutil.copytree(REPO / 'tests' / 'data' / 'act_parity_workdir_v1', workdir)
+  args = [a for a in RUNS['act_parity_act'] if not a.startswith('--steps')]
+  proc = _run('act_parity', args + ['--steps=20', f'--workdir={workdir}'],
+              tmp_path)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  assert 'evaluating the checkpoint only' in proc.stdout + proc.stderr
+  # Its evaluation equals the one the old code logged at step 20.
+  final = [l for l in proc.stdout.splitlines() if l.startswith('sequence_error')]
+  assert final and float(final[0].split()[-1]) == pytest.approx(
+      GOLDEN['act_parity_act'][-1]['sequence_error'], rel=1e-3)  # 4 digits
+  # And training resumes from it.
+  proc = _run('act_parity', args + ['--steps=22', f'--workdir={workdir}'],
+              tmp_path)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  assert 'Resumed from step 20' in proc.stdout + proc.stderr
+  assert _metrics(workdir)[-1]['step'] == 22
 
 
 def test_a_workdir_resumes_only_under_the_flags_that_made_it(tmp_path):
@@ -104,17 +144,16 @@ def test_ponder_tail_statistics_by_hand():
   assert stats['utilisation'] == 15 / (2 * 12)
 
 
-def test_wikipedia_binary_runs_on_any_byte_file(tmp_path):
+def test_wikipedia_binary_reproduces_the_recorded_metrics(tmp_path):
   corpus = tmp_path / 'corpus.txt'
-  corpus.write_bytes(b'the quick brown fox jumps over the lazy dog. ' * 200)
+  corpus.write_bytes(GOLDEN_CORPUS)
   workdir = tmp_path / 'run'
-  args = ['--steps=4', '--eval_every=2', '--hidden_size=8', '--batch_size=4',
-          '--seq_len=20', '--eval_windows=8', f'--data_path={corpus}',
-          f'--workdir={workdir}']
+  args = ['--steps=20', '--eval_every=10', '--learning_rate=0.01',
+          '--hidden_size=8', '--batch_size=4', '--seq_len=20',
+          '--eval_windows=8', f'--data_path={corpus}', f'--workdir={workdir}']
   proc = _run('act_wikipedia', args, tmp_path)
   assert proc.returncode == 0, proc.stderr[-3000:]
-  lines = _metrics(workdir)
-  assert lines[-1]['step'] == 4 and 0 < lines[-1]['bpc'] < 12
+  _assert_golden('act_wikipedia', _metrics(workdir))
 
 
 def test_wikipedia_binary_missing_data_is_one_line_error(tmp_path):
@@ -124,3 +163,162 @@ def test_wikipedia_binary_missing_data_is_one_line_error(tmp_path):
   lines = [l for l in proc.stderr.strip().splitlines() if 'error' in l]
   assert len(lines) == 1 and 'enwik8' in lines[0], proc.stderr
   assert 'Traceback' not in proc.stderr
+
+
+def test_a_run_that_failed_before_its_first_checkpoint_does_not_lock_it(
+    tmp_path):
+  corpus = tmp_path / 'corpus.txt'
+  corpus.write_bytes(GOLDEN_CORPUS)
+  workdir = tmp_path / 'run'
+  args = ['--steps=2', '--eval_every=2', '--hidden_size=4', '--batch_size=2',
+          '--seq_len=8', '--eval_windows=2', '--max_steps=3',
+          f'--workdir={workdir}']
+  proc = _run('act_wikipedia', args + [f'--data_path={tmp_path}/missing'],
+              tmp_path)
+  assert proc.returncode == 2 and 'missing' in proc.stderr
+  assert not (workdir / 'flags.json').exists()
+  proc = _run('act_wikipedia', args + [f'--data_path={corpus}'], tmp_path)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  assert json.loads((workdir / 'flags.json').read_text())['tau'] == 0.01
+  # A flags.json without a checkpoint (an older version wrote it first, or
+  # a run interrupted before its first save) holds no run either.
+  other = tmp_path / 'other'
+  other.mkdir()
+  (other / 'flags.json').write_text('{"tau": 0.5}\n')
+  proc = _run('act_parity', ['--steps=2', '--eval_every=2', '--bits=4',
+                             '--hidden_size=4', '--batch_size=4',
+                             '--eval_batch_size=8', f'--workdir={other}'],
+              tmp_path)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  assert json.loads((other / 'flags.json').read_text())['tau'] == 0.01
+
+
+@pytest.mark.parametrize('where,needle', [
+    ('afile/sub', 'Not a directory'),
+    ('afile/sub/deeper', 'Not a directory'),
+])
+def test_filesystem_errors_are_one_line_naming_the_path(where, needle,
+                                                         tmp_path):
+  (tmp_path / 'afile').write_text('x')
+  path = tmp_path / where
+  proc = _run('act_parity', ['--steps=2', '--eval_every=2', '--bits=4',
+                             '--hidden_size=4', '--batch_size=4',
+                             '--eval_batch_size=8', f'--workdir={path}'],
+              tmp_path)
+  assert proc.returncode == 2
+  lines = proc.stderr.strip().splitlines()
+  assert len(lines) == 1 and needle in lines[0] and str(path) in lines[0], \
+      proc.stderr
+  assert 'Traceback' not in proc.stderr
+
+
+def test_wikipedia_help_lists_only_the_flags_it_uses(tmp_path):
+  proc = _run('act_wikipedia', ['--help'], tmp_path)
+  text = proc.stdout + proc.stderr
+  for used in ('--data', '--seq_len', '--eval_windows', '--tau',
+               '--optimizer', '--coordinator_address'):
+    assert used in text
+  for unused in ('--difficulty_report', '--eval_batch_size',
+                 '--eval_batches'):
+    assert unused not in text
+
+
+def test_wikipedia_binary_on_a_character_vocabulary_with_a_plot(tmp_path):
+  corpus = tmp_path / 'corpus.txt'
+  corpus.write_text('žluťoučký kůň úpěl ďábelské ódy.\n' * 300,
+                    encoding='utf-8')
+  workdir = tmp_path / 'run'
+  env_cfg = tmp_path / 'mpl'
+  args = ['--data=text', f'--data_path={corpus}', '--steps=2',
+          '--eval_every=2', '--hidden_size=4', '--batch_size=2',
+          '--seq_len=8', '--eval_windows=2', '--max_steps=3',
+          '--plot_ponder_bytes=20', f'--workdir={workdir}']
+  env = dict(os.environ, MPLCONFIGDIR=str(env_cfg))
+  proc = subprocess.run([sys.executable, '-m', 'experiments.act_wikipedia',
+                         *args], cwd=REPO, env=env, capture_output=True,
+                        text=True, timeout=300)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  assert (workdir / 'ponder_over_text.png').stat().st_size > 0
+  # A fresh font cache is built silently (no "generated new fontManager").
+  assert 'fontManager' not in proc.stderr + proc.stdout
+  line = _metrics(workdir)[-1]
+  # 26 distinct characters plus <unk>: the vocabulary is the text's.
+  assert 0 < line['bpc'] < math.log2(30)
+
+
+@pytest.mark.parametrize('ponder', [1, 2, 3, 12, 60])
+def test_act_loop_benchmark_makes_every_row_ponder_exactly_n(ponder):
+  from benchmarks import act_loop
+  h = act_loop.halting_value(ponder)
+  sums = np.cumsum(np.full(ponder + 1, h))
+  assert int(np.argmax(sums >= 1 - 0.01)) + 1 == ponder    # ACT Eq. 7
+  if ponder in (1, 3):   # and the loop agrees (--ponder=1 used to crash)
+    import jax
+    params, loss = act_loop.act_step(ponder + 2, 'while', ponder)
+    x = np.zeros((act_loop.BATCH, act_loop.BITS), np.float32)
+    y = np.zeros((act_loop.BATCH,), np.float32)
+    _, steps = jax.jit(loss)(params, x, y)
+    assert set(np.asarray(steps).tolist()) == {ponder}
+
+
+# ----------------------------------------------------------------------------
+# EI-REHN binaries.
+
+
+def test_rehn_synthetic_trains_seeds_and_reports_the_table(tmp_path):
+  table = tmp_path / 'table1.csv'
+  common = ['--hidden_size=4', '--epochs=1', '--num_sequences=100',
+            '--batch_size=10', f'--table_csv={table}']
+  proc = _run('rehn_synthetic', common + [
+      '--cell=ei_rehn', '--seeds=0,1', '--max_depth=3',
+      f'--workdir={tmp_path / "ei"}'], tmp_path)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  assert 'over 2 seeds' in proc.stdout
+  lines = _metrics(tmp_path / 'ei' / 'seed=1')
+  assert lines[-1]['step'] == 8 and 'valid_mse' in lines[-1]
+  assert 1 <= lines[-1]['test_depth'] <= 3
+  proc = _run('rehn_synthetic', common + [
+      '--cell=rhn', '--depth=2', '--seeds=0', f'--workdir={tmp_path / "r"}'],
+      tmp_path)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  proc = _run('rehn_synthetic', [f'--table_csv={table}', '--report'],
+              tmp_path)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  rows = [l for l in proc.stdout.splitlines() if l.startswith('| ei_rehn4')
+          or l.startswith('| rhn4')]
+  assert len(rows) == 2 and '| 2 |' in rows[1] and '| 1 |' in rows[0]
+  assert table.with_suffix('.md').exists()
+
+
+def test_rehn_har_trains_two_elastic_layers_and_plots(tmp_path,
+                                                      shared_data_dir):
+  workdir = tmp_path / 'har'
+  proc = _run('rehn_har', [f'--data_dir={shared_data_dir}', '--cell=srehn',
+                           '--hidden_size=4', '--max_depth=2', '--seeds=0',
+                           '--steps=2', '--eval_every=2',
+                           '--eval_batch_size=1000',
+                           f'--table_csv={tmp_path / "t.csv"}',
+                           f'--workdir={workdir}'], tmp_path)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  line = _metrics(workdir / 'seed=0')[-1]
+  assert 0 <= line['test_accuracy'] <= 1
+  assert {'test_depth_0', 'test_depth_1'} <= set(line)
+  confusion = np.loadtxt(workdir / 'confusion.csv', delimiter=',',
+                         skiprows=1, usecols=range(1, 7))
+  assert confusion.sum() == 2996                   # every test window once
+  assert (workdir / 'depth_by_class.png').stat().st_size > 0
+
+
+def test_rehn_ptb_trains_a_tied_language_model(tmp_path, shared_data_dir):
+  workdir = tmp_path / 'ptb'
+  proc = _run('rehn_ptb', [f'--data_dir={shared_data_dir}', '--hidden_size=8',
+                           '--max_depth=2', '--steps=2', '--eval_every=2',
+                           '--plot_words=10', f'--workdir={workdir}'],
+              tmp_path)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  line = _metrics(workdir)[-1]
+  assert 1000 < line['perplexity'] < 20000 and 0 <= line['depth'] <= 2
+  assert 'test perplexity' in proc.stdout
+  assert (workdir / 'depth_by_word.png').stat().st_size > 0
+  flags = json.loads((workdir / 'flags.json').read_text())
+  assert flags['optimizer'] == 'sgd' and flags['lr_decay'] == 1 / 1.02

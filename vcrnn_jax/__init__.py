@@ -1,7 +1,8 @@
 """vcrnn_jax: adaptive-computation recurrent networks (ACT, VCRNN, EI-REHN) in JAX.
 
 Public API: the :class:`Cell` protocol, :func:`unroll`, the cells in
-:mod:`vcrnn_jax.cells`, ACT in :mod:`vcrnn_jax.act`, the loop primitives in
+:mod:`vcrnn_jax.cells`, ACT in :mod:`vcrnn_jax.act`, the RHN family and
+EI-REHN in :mod:`vcrnn_jax.rehn`, the loop primitives in
 :mod:`vcrnn_jax.loops`, flax wrappers in :mod:`vcrnn_jax.linen`, data in
 :mod:`vcrnn_jax.data` and :mod:`vcrnn_jax.tasks`, training in
 :mod:`vcrnn_jax.training`.
@@ -10,12 +11,15 @@ Public API: the :class:`Cell` protocol, :func:`unroll`, the cells in
 from vcrnn_jax import act
 from vcrnn_jax import cells
 from vcrnn_jax import loops
+from vcrnn_jax import rehn
 from vcrnn_jax.core import Cell
+from vcrnn_jax.core import Context
+from vcrnn_jax.core import cell_output
 from vcrnn_jax.models import SequenceModel
 from vcrnn_jax.models import sequence_model
 from vcrnn_jax.unroll import unroll
 
 __version__ = '0.1.0'
 
-__all__ = ['Cell', 'SequenceModel', 'act', 'cells', 'loops', 'sequence_model',
-           'unroll']
+__all__ = ['Cell', 'Context', 'SequenceModel', 'act', 'cell_output', 'cells',
+           'loops', 'rehn', 'sequence_model', 'unroll']

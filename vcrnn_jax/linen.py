@@ -7,9 +7,15 @@ implement ``flax.linen.RNNCellBase`` so they work inside ``flax.linen.RNN``::
   variables = rnn.init(key, xs)          # xs: [batch, time, in]
   ys = rnn.apply(variables, xs)
 
-The params live under a single ``'cell'`` entry whose tree is exactly the pure
-cell's params, so ``variables['params']['cell']`` can be passed to
-``cell.apply`` directly (and vice versa).
+Each module holds one param, ``'cell'``, whose tree is exactly the pure cell's
+params, so it can be passed to ``cell.apply`` directly (and vice versa). For a
+module used on its own that is ``variables['params']['cell']``; inside
+``flax.linen.RNN``, which names its cell submodule ``'cell'`` too, it is
+``variables['params']['cell']['cell']``.
+
+``__call__(carry, inputs, context=None)`` forwards an optional
+:class:`vcrnn_jax.core.Context` (training step, dropout key, active rows) to
+the pure cell; ``flax.linen.RNN`` calls it without one.
 """
 
 from typing import Any
@@ -18,7 +24,9 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from vcrnn_jax import act
 from vcrnn_jax import cells
+from vcrnn_jax import rehn
 from vcrnn_jax.core import Cell
 
 
@@ -31,10 +39,10 @@ class CellModule(nn.RNNCellBase):
         'vcrnn_jax.Cell it wraps (see Elman, GRU, LSTM below).')
 
   @nn.compact
-  def __call__(self, carry, inputs):
+  def __call__(self, carry, inputs, context=None):
     cell = self.make_cell()
     params = self.param('cell', lambda key: cell.init(key, inputs.shape[-1]))
-    return cell.apply(params, carry, inputs)
+    return cell.apply(params, carry, inputs, context)
 
   @nn.nowrap
   def initialize_carry(self, rng, input_shape):
@@ -76,6 +84,82 @@ class LSTM(CellModule):
   @nn.nowrap
   def make_cell(self) -> Cell:
     return cells.lstm(self.features, forget_bias=self.forget_bias)
+
+
+class RHN(CellModule):
+  """:func:`vcrnn_jax.rehn.rhn` (``shared=True``: :func:`~vcrnn_jax.rehn.srhn`)
+  as a flax module (EI-REHN paper Eq. 6-8)."""
+  features: int
+  depth: int
+  shared: bool = False
+  coupled: bool = True
+  transform_bias: float = -2.0
+
+  @nn.nowrap
+  def make_cell(self) -> Cell:
+    factory = rehn.srhn if self.shared else rehn.rhn
+    return factory(self.features, self.depth, coupled=self.coupled,
+                   transform_bias=self.transform_bias)
+
+
+class SREHN(CellModule):
+  """:func:`vcrnn_jax.rehn.srehn` as a flax module (Eq. 9-15)."""
+  features: int
+  max_depth: int
+
+  @nn.nowrap
+  def make_cell(self) -> Cell:
+    return rehn.srehn(self.features, self.max_depth)
+
+
+class EIREHN(CellModule):
+  """:func:`vcrnn_jax.rehn.ei_rehn` as a flax module (Eq. 9-22).
+
+  The per-step output is a :class:`vcrnn_jax.rehn.REHNOutput` (``output``,
+  ``depth``); ``hyper_size`` None means ``ceil(features / 2)``.
+  """
+  features: int
+  max_depth: int
+  hyper_size: Any = None
+
+  @nn.nowrap
+  def make_cell(self) -> Cell:
+    hyper = self.hyper_size or -(-self.features // 2)
+    return rehn.ei_rehn(self.features, hyper, self.max_depth)
+
+
+class ACT(CellModule):
+  """:func:`vcrnn_jax.act.adaptive` around another module's cell.
+
+  ``inner`` is any :class:`CellModule` (its ``make_cell()`` gives the
+  wrapped pure cell; it holds no params of its own, they live in the ACT
+  params' ``'cell'`` entry); the other fields are ``adaptive``'s arguments. The per-step
+  output is an :class:`vcrnn_jax.act.ACTOutput`; ``nn.RNN`` stacks it over
+  time like any pytree.
+
+  Example::
+
+    rnn = nn.RNN(linen.ACT(linen.GRU(64), output_size=10, max_steps=20))
+    variables = rnn.init(key, xs)                # xs: [batch, time, in]
+    out = rnn.apply(variables, xs)               # out.output: [B, T, 10]
+  """
+  inner: CellModule
+  output_size: int
+  max_steps: int = 100
+  epsilon: float = 0.01
+  halting_bias: float = 1.0
+  loop: str = 'while'
+  checkpoints: int = 8
+  save_residuals: bool = False
+  compact_rows: Any = None
+
+  @nn.nowrap
+  def make_cell(self) -> Cell:
+    return act.adaptive(
+        self.inner.make_cell(), self.output_size, max_steps=self.max_steps,
+        epsilon=self.epsilon, halting_bias=self.halting_bias, loop=self.loop,
+        checkpoints=self.checkpoints, save_residuals=self.save_residuals,
+        compact_rows=self.compact_rows)
 
 
 def lstm_params_to_flax(params: Any) -> dict:

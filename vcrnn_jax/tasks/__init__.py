@@ -1,4 +1,8 @@
-"""ACT synthetic tasks (Graves 2016, Section 3): parity, logic, addition, sort.
+"""Synthetic tasks: ACT's four (Graves 2016, Section 3) and EI-REHN's data.
+
+ACT's parity, logic, addition and sort are sampled per batch;
+:mod:`vcrnn_jax.tasks.elastic_depth` is EI-REHN's Algorithm 2, a fixed
+dataset (``elastic_depth.load(seed)``, a :class:`vcrnn_jax.data.Dataset`).
 
 Each task module has a factory returning a :class:`Task` (static sizes plus
 pure ``sample``, ``loss`` and ``sequence_errors`` functions); :func:`get` builds
@@ -18,6 +22,7 @@ import inspect
 from typing import Any
 
 from vcrnn_jax.tasks import addition
+from vcrnn_jax.tasks import elastic_depth
 from vcrnn_jax.tasks import logic
 from vcrnn_jax.tasks import parity
 from vcrnn_jax.tasks import sort

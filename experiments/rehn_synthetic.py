@@ -1,0 +1,158 @@
+r"""EI-REHN paper Section 4.1 (Table 1): next-step regression on synthetic data.
+
+The command (one row of Table 1, five seeds)::
+
+  python -m experiments.rehn_synthetic --cell=ei_rehn --hidden_size=20
+
+generates the dataset of Algorithm 2 exactly ((N, T, R_max, theta) = (10000,
+21, 10, pi/6); 8000/1000/1000 sequences; data seed ``--data_seed``), trains
+the model to predict x_{t+1} from x_1..x_t at every step (squared error,
+Adam, learning rate 0.01, batch 20, 100 epochs), once per seed of
+``--seeds``, and reports the test MSE (x 1e-3) as mean +- std over the seeds
+with the parameter count (2 inputs, a linear 2-way readout), beside the
+paper's row. Every seed's row goes into ``--table_csv`` (shared by all
+models), and ``--report`` prints the whole table from it::
+
+  for c in rnn lstm rhn ei_rehn; do for h in ...; do
+    python -m experiments.rehn_synthetic --cell=$c --hidden_size=$h; done; done
+  python -m experiments.rehn_synthetic --report
+
+``--cell=rhn|srhn`` take ``--depth`` (Table 1's RHN counts are depth 5; the
+text sweeps SRHN-20 over depth 1-6), ``--cell=srehn|ei_rehn`` take
+``--max_depth`` (R_max, default 10) and EI-REHN ``--hyper_size`` (D_z,
+default ceil(D_h / 2), the reading that reproduces the paper's counts).
+
+Results (CPU-2, BUILD_NOTES.md "EI-REHN Table 1" has the table): see there;
+every number was produced by the command above with the flags shown.
+
+Deviations: the paper does not give its initialisation, the elastic gate's
+initial alpha/beta or its validation protocol; the test MSE is the one of the
+final (epoch-100) parameters, as the paper reports one number per run.
+"""
+
+import pathlib
+
+from absl import flags
+
+from experiments import _common
+from vcrnn_jax.models import sequence_model
+from vcrnn_jax.tasks import elastic_depth
+from vcrnn_jax.training import distributed
+from vcrnn_jax.training import rehn_tasks
+from vcrnn_jax.training import supervised
+
+flags.DEFINE_enum('cell', 'ei_rehn', list(rehn_tasks.CELL_NAMES),
+                  'Recurrent cell: rnn (Elman), lstm, rhn (per-layer '
+                  'weights), srhn (shared), srehn (shared + elastic gate), '
+                  'ei_rehn (elastic gate + hypernetwork weights).')
+_common.define_positive_int('hidden_size', 20, 'D_h (Table 1: 20/30/40 for '
+                            'RNN, 10/15/20 for LSTM, RHN, EI-REHN).')
+_common.define_positive_int('depth', 5, 'Micro-layers of rhn and srhn (the '
+                            'paper\'s RHN counts: 5; SRHN sweep: 1-6).')
+_common.define_positive_int('max_depth', 10, 'R_max of srehn and ei_rehn.')
+_common.define_positive_int('hyper_size', None, 'D_z of ei_rehn (default '
+                            'ceil(D_h / 2)).')
+_common.define_seeds('0-4', 'Seeds, one training run each, in this process '
+                     '(paper: five runs per model).')
+_common.define_positive_int('epochs', 100, 'Training epochs (paper: 100).')
+flags.DEFINE_integer('data_seed', 0, 'Seed of the synthetic dataset '
+                     '(Algorithm 2); the same for every model.',
+                     lower_bound=0)
+_common.define_positive_int('num_sequences', elastic_depth.NUM_SEQUENCES,
+                            'Sequences generated (paper: 10000; split '
+                            '80/10/10).')
+_common.define_positive_int('eval_batch_size', 1000, 'Held-out sequences per '
+                            'evaluation batch.')
+flags.DEFINE_string('table_csv', 'runs/rehn_synthetic/table1.csv', 'CSV that '
+                    'collects one row per model and seed (shared by every '
+                    'model\'s runs); --report prints it as Table 1.')
+flags.DEFINE_bool('report', False, 'Only print Table 1 from --table_csv '
+                  '(and write it as Markdown next to it); train nothing.')
+flags.DEFINE_enum('loop', 'while', ['while', 'scan'], 'Elastic depth loop: '
+                  '"while" costs the realized depth; "scan" is the masked '
+                  'reference over R_max.')
+_common.define_positive_int('ponder_slots', 8, 'Backward-pass slots of the '
+                            'elastic depth loop.')
+_common.declare_resumable('eval_batch_size', 'table_csv', 'report', 'loop',
+                          'ponder_slots')
+_common.define_training_flags(steps=None, batch_size=20, learning_rate=0.01,
+                              eval_every=None, seed_flag=False)
+_common.define_workdir('runs/rehn_synthetic/<model>, one seed=<s> folder '
+                       'per seed')
+flags.adopt_module_key_flags(_common)
+FLAGS = flags.FLAGS
+
+FIELDS = ('params', 'test_mse_e3', 'valid_mse_e3', 'mean_depth')
+
+
+def spec() -> rehn_tasks.ModelSpec:
+  return rehn_tasks.ModelSpec(
+      cell=FLAGS.cell, hidden_size=FLAGS.hidden_size, depth=FLAGS.depth,
+      max_depth=FLAGS.max_depth, hyper_size=FLAGS.hyper_size,
+      loop=FLAGS.loop, ponder_slots=FLAGS.ponder_slots)
+
+
+def report(path: pathlib.Path) -> str:
+  """Table 1 from the CSV, each model beside the paper's row."""
+  return rehn_tasks.results_table(path, rehn_tasks.TABLE1, metric='test_mse_e3',
+                                  label='test MSE x1e-3', scale=1.0)
+
+
+def main(argv):
+  del argv
+  table = pathlib.Path(FLAGS.table_csv)
+  if FLAGS.report:
+    text = report(table)
+    print(text)
+    out = table.with_suffix('.md')
+    out.write_text(text + '\n')
+    print(f'wrote {out}')
+    return
+  model_spec = spec()
+  cell = rehn_tasks.build_cell(model_spec)
+  data = elastic_depth.load(FLAGS.data_seed, num_sequences=FLAGS.num_sequences)
+  splits = {'train': data.train, 'valid': data.valid, 'test': data.test}
+
+  def make():
+    return supervised.array_experiment(
+        sequence_model(cell, output_size=2), splits, task='regression',
+        batch_size=FLAGS.batch_size, eval_batch_size=FLAGS.eval_batch_size,
+        statistics=rehn_tasks.depth_statistics)
+
+  task = make()
+  per_epoch = task.steps_per_epoch
+  workdir = (pathlib.Path(FLAGS.workdir) if FLAGS.workdir else
+             pathlib.Path('runs', 'rehn_synthetic', model_spec.name))
+
+  def config(seed):
+    return _common.train_config(
+        f'rehn_synthetic {model_spec.name} seed {seed}',
+        steps=FLAGS.steps or FLAGS.epochs * per_epoch,
+        eval_every=FLAGS.eval_every or per_epoch, seed=seed)
+
+  def final(result):
+    test = task.evaluate_split(result.params, 'test')
+    valid = task.evaluate_split(result.params, 'valid')
+    return {'params': rehn_tasks.parameter_count(result.params),
+            'test_mse_e3': 1e3 * test['mse'],
+            'valid_mse_e3': 1e3 * valid['mse'],
+            'mean_depth': test.get('depth', float('nan'))}
+
+  chief = distributed.is_chief()
+  if chief:
+    table.parent.mkdir(parents=True, exist_ok=True)
+  results = rehn_tasks.run_seeds(
+      model_spec, _common.parse_seeds(FLAGS.seeds), workdir,
+      make_experiment=lambda: make().experiment, train_config=config,
+      final_metrics=final, table_csv=table if chief else None,
+      table_fields=FIELDS, train=_common.train)
+  mean, std = rehn_tasks.mean_std([r.metrics['test_mse_e3'] for r in results])
+  paper = rehn_tasks.paper_row(rehn_tasks.TABLE1, model_spec)
+  print(f'{model_spec.name}: {results[0].metrics["params"]} params, test MSE '
+        f'{mean:.3f} ± {std:.3f} x1e-3 over {len(results)} seeds'
+        + (f' (paper: {paper[0] or "-"} params, {paper[1]} x1e-3)'
+           if paper else ''))
+
+
+if __name__ == '__main__':
+  _common.run(main)
