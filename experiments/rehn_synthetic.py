@@ -35,6 +35,7 @@ import pathlib
 from absl import flags
 
 from experiments import _common
+from vcrnn_jax.data.dataset import split_counts
 from vcrnn_jax.models import sequence_model
 from vcrnn_jax.tasks import elastic_depth
 from vcrnn_jax.training import distributed
@@ -58,6 +59,11 @@ _common.define_positive_int('epochs', 100, 'Training epochs (paper: 100).')
 flags.DEFINE_integer('data_seed', 0, 'Seed of the synthetic dataset '
                      '(Algorithm 2); the same for every model.',
                      lower_bound=0)
+flags.DEFINE_float('noise_variance', elastic_depth.NOISE_VARIANCE,
+                   'Variance of each component of Algorithm 2\'s noise n_r '
+                   '(paper: N(0, 0.1 I), read as variance 0.1). Other values '
+                   'get their own default workdir and table.',
+                   lower_bound=0.0)
 _common.define_positive_int('num_sequences', elastic_depth.NUM_SEQUENCES,
                             'Sequences generated (paper: 10000; split '
                             '80/10/10).')
@@ -98,11 +104,39 @@ def report(path: pathlib.Path) -> str:
                                   label='test MSE x1e-3', scale=1.0)
 
 
+def _noise_suffix() -> str:
+  if FLAGS.noise_variance == elastic_depth.NOISE_VARIANCE:
+    return ''
+  return f'_noise{FLAGS.noise_variance:g}'
+
+
+def floor_line() -> str:
+  """The noise floor of the test split: no model's MSE can be lower."""
+  seqs = elastic_depth.generate(FLAGS.data_seed,
+                                num_sequences=FLAGS.num_sequences,
+                                noise_variance=FLAGS.noise_variance)
+  n_train, n_valid, _ = split_counts(FLAGS.num_sequences,
+                                     elastic_depth.SPLIT_FRACTIONS)
+  first = n_train + n_valid
+  test = elastic_depth.Sequences(seqs.x[first:], seqs.depth[first:],
+                                 seqs.h[first:])
+  floor = elastic_depth.noise_floor(test, noise_variance=FLAGS.noise_variance)
+  return (f'noise floor of the test split (noise variance '
+          f'{FLAGS.noise_variance:g}): {1e3 * floor:.3f} x1e-3, the least MSE '
+          'any next-step predictor can reach (elastic_depth.noise_floor)')
+
+
 def main(argv):
   del argv
+  if FLAGS.noise_variance <= 0:
+    raise ValueError('--noise_variance must be > 0, got '
+                     f'{FLAGS.noise_variance}.')
   table = pathlib.Path(FLAGS.table_csv)
+  if (FLAGS['table_csv'].using_default_value
+      and FLAGS.noise_variance != elastic_depth.NOISE_VARIANCE):
+    table = table.with_name(f'table1{_noise_suffix()}.csv')
   if FLAGS.report:
-    text = report(table)
+    text = report(table) + '\n\n' + floor_line()
     print(text)
     out = table.with_suffix('.md')
     out.write_text(text + '\n')
@@ -110,7 +144,8 @@ def main(argv):
     return
   model_spec = spec()
   cell = rehn_tasks.build_cell(model_spec)
-  data = elastic_depth.load(FLAGS.data_seed, num_sequences=FLAGS.num_sequences)
+  data = elastic_depth.load(FLAGS.data_seed, num_sequences=FLAGS.num_sequences,
+                            noise_variance=FLAGS.noise_variance)
   splits = {'train': data.train, 'valid': data.valid, 'test': data.test}
 
   def make():
@@ -122,7 +157,8 @@ def main(argv):
   task = make()
   per_epoch = task.steps_per_epoch
   workdir = (pathlib.Path(FLAGS.workdir) if FLAGS.workdir else
-             pathlib.Path('runs', 'rehn_synthetic', model_spec.name))
+             pathlib.Path('runs', 'rehn_synthetic',
+                          model_spec.name + _noise_suffix()))
 
   def config(seed):
     return _common.train_config(
@@ -148,6 +184,8 @@ def main(argv):
       table_fields=FIELDS, train=_common.train)
   mean, std = rehn_tasks.mean_std([r.metrics['test_mse_e3'] for r in results])
   paper = rehn_tasks.paper_row(rehn_tasks.TABLE1, model_spec)
+  if chief:
+    print(floor_line())
   print(f'{model_spec.name}: {results[0].metrics["params"]} params, test MSE '
         f'{mean:.3f} ± {std:.3f} x1e-3 over {len(results)} seeds'
         + (f' (paper: {paper[0] or "-"} params, {paper[1]} x1e-3)'

@@ -113,3 +113,44 @@ def test_paper_dataset_shapes_splits_and_determinism():
 def test_bad_arguments(kwargs, match):
   with pytest.raises(ValueError, match=match):
     elastic_depth.load(**kwargs)
+
+
+def _conditional_mean(h, r_max, theta, std, rng, samples):
+  """E[x_{t+1} | h_t] by Monte Carlo, one h_t at a time (slow reference)."""
+  c, s = math.cos(theta), math.sin(theta)
+  big_r = round((r_max - 1) * float(h @ h)) + 1
+  hs = np.repeat(h[None], samples, axis=0)
+  for _ in range(big_r):
+    hs = np.tanh(hs @ np.array([[c, s], [-s, c]])
+                 + rng.normal(0.0, std, hs.shape))
+  x = big_r / r_max * np.stack([np.tanh(hs[:, 0] + hs[:, 1]),
+                                np.tanh(hs[:, 0] - hs[:, 1])], axis=-1)
+  return x.mean(axis=0)
+
+
+def test_noise_floor_is_the_mse_of_the_best_predictor():
+  # The best predictor of x_{t+1} from the past is E[x_{t+1} | h_t]; its MSE
+  # on the real targets must match the floor (both are estimates).
+  seqs = elastic_depth.generate(1, num_sequences=150, seq_len=4)
+  floor = elastic_depth.noise_floor(seqs, samples=512)
+  rng = np.random.default_rng(5)
+  errors = [np.mean((seqs.x[i, t]
+                     - _conditional_mean(seqs.h[i, t], 10, math.pi / 6,
+                                         math.sqrt(0.1), rng, 512)) ** 2)
+            for i in range(150) for t in range(1, 4)]
+  assert abs(np.mean(errors) - floor) < 0.15 * floor, (np.mean(errors), floor)
+  # A predictor that ignores h_t (the mean target) does worse, though under
+  # the paper's noise by only ~15% (BUILD_NOTES, "EI-REHN Table 1").
+  targets = seqs.x[:, 1:]
+  assert np.mean((targets - targets.mean(axis=(0, 1))) ** 2) > 1.05 * floor
+
+
+def test_noise_floor_shrinks_with_the_noise():
+  floors = [elastic_depth.noise_floor(
+      elastic_depth.generate(0, num_sequences=200, seq_len=5,
+                             noise_variance=v), noise_variance=v)
+            for v in (0.1, 0.01, 0.001)]
+  assert floors[0] > floors[1] > floors[2] > 0
+  with pytest.raises(ValueError, match='start'):
+    elastic_depth.noise_floor(
+        elastic_depth.generate(0, num_sequences=2, seq_len=3), start=3)

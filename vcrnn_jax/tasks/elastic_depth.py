@@ -158,6 +158,75 @@ def generate(
   return Sequences(x=xs, depth=depth, h=hs)
 
 
+def noise_floor(
+    seqs: Sequences,
+    *,
+    max_depth: int = MAX_DEPTH,
+    theta: float = THETA,
+    noise_variance: float = NOISE_VARIANCE,
+    samples: int = 256,
+    seed: int = 0,
+    start: int = 1,
+) -> float:
+  r"""The least MSE any next-step predictor can reach on ``seqs`` (estimate).
+
+  ``x_{t+1}`` depends on the past only through ``h_t``: given ``h_t`` it is
+  a function of the fresh noise of step ``t + 1``, independent of
+  ``x_1 .. x_t``. So for any predictor ``f`` of the history,
+
+  .. math::
+
+    E\,[(x_{t+1} - f(x_{1..t}))^2] \ge E\,[\mathrm{Var}(x_{t+1} \mid h_t)],
+
+  the noise floor of next-step regression (Section 4.1). It is estimated by
+  re-drawing the noise of each target step ``samples`` times from the true
+  ``h_t`` of ``seqs`` (its ``h``), averaged over sequences, targets
+  ``x_{start+1} .. x_T`` and the two components (the MSE of Table 1).
+
+  Args:
+    seqs: the output of :func:`generate` (with the same ``max_depth``,
+      ``theta`` and ``noise_variance``).
+    max_depth, theta, noise_variance: as for :func:`generate`.
+    samples: noise draws per target (the estimate's error shrinks as
+      ``1 / sqrt(samples * targets)``).
+    seed: seed of those draws.
+    start: the first target is ``x_{start+1}`` (1: the targets of
+      :func:`load`, which predicts ``x_2 .. x_T``).
+
+  Returns:
+    The floor as a float (in the units of the MSE, not x1e-3).
+
+  Example::
+
+    seqs = generate(0, num_sequences=1000)
+    noise_floor(seqs)      # about 0.06: no model gets below it
+  """
+  r_max = _check_int('max_depth', max_depth, 1)
+  theta = _check_finite('theta', theta)
+  std = math.sqrt(_check_finite('noise_variance', noise_variance,
+                                positive=True))
+  samples = _check_int('samples', samples, 1)
+  steps = seqs.x.shape[1]
+  start = _check_int('start', start, 0)
+  if start >= steps:
+    raise ValueError(f'start must be < seq_len ({steps}), got {start}.')
+  rng = np.random.default_rng(_check_int('seed', seed, 0))
+  rotation = np.array([[math.cos(theta), -math.sin(theta)],
+                       [math.sin(theta), math.cos(theta)]])
+  variances = []
+  for t in range(start, steps):
+    h = np.repeat(seqs.h[:, t][:, None], samples, axis=1)      # [n, S, 2]
+    r_t = np.rint((r_max - 1) * np.sum(h * h, axis=-1)).astype(np.int32) + 1
+    for r in range(int(r_t.max())):
+      stepped = np.tanh(h @ rotation.T + rng.normal(0.0, std, h.shape))
+      h = np.where((r < r_t)[..., None], stepped, h)
+    x = np.stack([np.tanh(h[..., 0] + h[..., 1]),
+                  np.tanh(h[..., 0] - h[..., 1])], axis=-1)
+    x *= (r_t / r_max)[..., None]
+    variances.append(np.var(x, axis=1, ddof=1).mean())
+  return float(np.mean(variances))
+
+
 def load(
     seed: int = 0,
     *,
