@@ -1,0 +1,272 @@
+"""What the VCRNN binaries (vc_ptb, vc_text8, vc_europarl, vc_music) share.
+
+The model and penalty flags (paper defaults where Sec. 5 gives them), the
+training defaults the paper does not give (documented here once), and
+:func:`train_and_analyse`: train on :mod:`vcrnn_jax.training.lm` through
+:func:`vcrnn_jax.training.vc_lm.lm_task`, evaluate the test split, then
+measure where the scheduler computes on the valid split and plot it.
+
+Training defaults (the paper gives no optimiser, batch or BPTT length):
+Adam at learning rate 1e-3, gradients clipped to global norm 1, batch 32,
+truncated BPTT over 100 symbols with the state carried, penalty weight 1 on
+the per-window sum of |m_t - m_bar| (the same scale as the summed NLL in
+nats), evaluation every epoch over the whole valid stream (state carried).
+"""
+
+import json
+import pathlib
+from typing import Any, Callable, Mapping, Optional, Sequence
+
+import numpy as np
+from absl import flags
+
+from experiments import _common
+from vcrnn_jax.training import distributed
+from vcrnn_jax.training import lm
+from vcrnn_jax.training import vc_lm
+
+FLAGS = flags.FLAGS
+
+
+def define_flags(*, cell: str, hidden_size: int, epochs: int,
+                 target: float = 0.5, seq_len: int = 100,
+                 batch_size: int = 32, plot_symbols: int = 300,
+                 analysis_symbols: int = 20_000) -> None:
+  """The flags of every VC binary, with that binary's defaults."""
+  flags.DEFINE_enum('cell', cell, list(vc_lm.CELL_NAMES), 'Recurrent cell: '
+                    'vcrnn, vcgru (variable computation) or the constant-'
+                    'computation baselines elman, gru, lstm.')
+  _common.define_positive_int('hidden_size', hidden_size, 'D, the hidden '
+                              'size, also the embedding size (the paper '
+                              'feeds D-dimensional inputs).')
+  _common.define_positive_int('epochs', epochs, 'Training epochs (used when '
+                              '--steps is unset); the sharpness reaches 1 '
+                              'after 9.')
+  _common.define_positive_int('seq_len', seq_len, 'Truncated BPTT length in '
+                              'symbols (not in the paper).')
+  _common.define_float('target', target, 'm_bar, the target of the '
+                       'penalty Omega of Eq. 10 (paper: 0.2-0.5); in the '
+                       'guide setting, the target inside words.', upper=1.0001)
+  _common.define_float('penalty_weight', 1.0, 'Weight of Omega (summed '
+                       'over the window, like the NLL in nats) in the loss; '
+                       'the paper gives none. 0: no penalty.')
+  flags.DEFINE_enum('penalty_norm', 'l1', ['l1', 'l2'], 'rho of Omega '
+                    '(paper: l1).')
+  flags.DEFINE_bool('penalty_symmetric', True, 'Penalise m_t below the '
+                    'target too (paper: yes); false: only above it.')
+  _common.define_float('sharpness_initial', 0.1, 'lambda at step 0 (paper: '
+                       '0.1).', strict=True)
+  _common.define_float('sharpness_increment', 0.1, 'lambda added every '
+                       '--sharpness_every steps (paper: 0.1 per epoch).')
+  _common.define_float('sharpness_max', 1.0, 'Largest lambda (paper: 1).',
+                       strict=True)
+  _common.define_positive_int('sharpness_every', None, 'Steps between two '
+                              'sharpness increments (default: one epoch, as '
+                              'the paper; shorter for short runs).')
+  _common.define_float('epsilon', 0.01, 'epsilon of Thres_epsilon in the '
+                       'soft mask (Eq. 8; not given in the paper).',
+                       upper=0.5)
+  _common.define_positive_int('max_symbols', None, 'Keep only the first '
+                              'this many symbols of each split (quick runs).')
+  _common.define_positive_int('eval_batch_size', 64, 'Rows of the held-out '
+                              'stream evaluation (every symbol is counted '
+                              'once, the state carried).')
+  flags.DEFINE_integer('analysis_symbols', analysis_symbols, 'After '
+                       'training, measure mean m_t per symbol class over '
+                       'this many valid symbols (0: no analysis).',
+                       lower_bound=0)
+  flags.DEFINE_integer('plot_symbols', plot_symbols, 'After training, plot '
+                       'm_t over this many valid symbols (0: no plot).',
+                       lower_bound=0)
+  _common.declare_resumable('eval_batch_size', 'analysis_symbols',
+                            'plot_symbols')
+  _common.define_training_flags(steps=None, batch_size=batch_size,
+                                learning_rate=1e-3, eval_every=None,
+                                grad_clip_norm=1.0)
+
+
+def truncate(stream):
+  """``stream`` cut to ``--max_symbols``."""
+  if FLAGS.max_symbols and len(stream) > FLAGS.max_symbols:
+    return stream[:FLAGS.max_symbols]
+  return stream
+
+
+def spec_from_flags(steps_per_epoch: int,
+                    boundary_target: Optional[float] = None
+                    ) -> vc_lm.ModelSpec:
+  return vc_lm.check_spec(vc_lm.ModelSpec(
+      cell=FLAGS.cell, hidden_size=FLAGS.hidden_size,
+      steps_per_epoch=FLAGS.sharpness_every or steps_per_epoch,
+      target=min(FLAGS.target, 1.0), boundary_target=boundary_target,
+      penalty_weight=FLAGS.penalty_weight, penalty_norm=FLAGS.penalty_norm,
+      symmetric=FLAGS.penalty_symmetric,
+      sharpness_initial=FLAGS.sharpness_initial,
+      sharpness_increment=FLAGS.sharpness_increment,
+      sharpness_maximum=FLAGS.sharpness_max, epsilon=FLAGS.epsilon))
+
+
+def _parameter_count(params) -> int:
+  import jax  # pylint: disable=g-import-not-at-top
+  return int(sum(np.size(x) for x in jax.tree_util.tree_leaves(params)))
+
+
+def _format_classes(classes: Mapping[str, Mapping[str, float]]) -> str:
+  return ', '.join(f'{k} {v["mean"]:.3f} (n={v["count"]})'
+                   for k, v in classes.items())
+
+
+def _class_order(classes: Sequence[Any]) -> list:
+  """Classes in first-appearance order, or numerically if all are numbers."""
+  seen = list(dict.fromkeys(c for c in classes if c is not None))
+  try:
+    return sorted(seen, key=float)
+  except (TypeError, ValueError):
+    return sorted(seen, key=str)
+
+
+# Per analysed stream: symbols (the labels of the plot) and classes.
+Classes = Callable[[np.ndarray, int], Mapping[str, Sequence[Any]]]
+
+
+def train_and_analyse(
+    name: str,
+    train_stream: np.ndarray,
+    valid_stream: np.ndarray,
+    test_stream: np.ndarray,
+    vocab_size: int,
+    *,
+    decode: Callable[[np.ndarray], Sequence[Any]],
+    classes: Optional[Classes] = None,
+    boundary_ids: Optional[Sequence[int]] = None,
+    boundary_target: Optional[float] = None,
+    metric: str = 'bpc',
+    bits: Optional[Mapping[str, Any]] = None,
+    leading: Sequence[str] = ('cell', 'seed'),
+) -> dict:
+  """Trains the flags' model, evaluates the test split, analyses m_t.
+
+  Args:
+    name: the binary's name (workdir ``runs/<name>/...``, progress bar).
+    train_stream, valid_stream, test_stream: 1-D id streams.
+    vocab_size: the number of symbols.
+    decode: ids -> symbols (plot labels).
+    classes: ``(ids, offset) -> {grouping: [class per id]}`` for the mean
+      m_t per class (``offset``: where ``ids`` start in the valid stream).
+    boundary_ids: the guide setting's boundary symbols.
+    boundary_target: the guide setting's boundary target (None: learn).
+    metric: the headline metric printed (``'bpc'`` or ``'perplexity'``).
+    bits: bit-level analysis: ``{'positions': valid bit positions,
+      'period': bits per character, 'chars': valid char symbols}``.
+    leading: flags named first in the default workdir.
+
+  Returns:
+    ``{'valid': metrics, 'test': metrics, 'analysis': {...}}`` (also written
+    to ``<workdir>/results.json``).
+  """
+  _, per_epoch = lm.bptt_rows(train_stream, FLAGS.batch_size, FLAGS.seq_len)
+  if per_epoch < 1:
+    raise ValueError(f'the train split ({len(train_stream)} symbols) is too '
+                     f'short for --batch_size={FLAGS.batch_size} rows of '
+                     f'--seq_len={FLAGS.seq_len}.')
+  spec = spec_from_flags(per_epoch, boundary_target)
+  task = vc_lm.lm_task(spec, train_stream, valid_stream, vocab_size,
+                       batch_size=FLAGS.batch_size, seq_len=FLAGS.seq_len,
+                       boundary_ids=boundary_ids,
+                       eval_batch_size=min(FLAGS.eval_batch_size, max(
+                           1, len(valid_stream) // (FLAGS.seq_len + 1))))
+  config = _common.train_config(
+      f'{name} {spec.name}', steps=FLAGS.steps or FLAGS.epochs * per_epoch,
+      eval_every=FLAGS.eval_every or per_epoch)
+  workdir = _common.default_workdir(name, leading=leading)
+  result = _common.train(task.experiment, config, workdir)
+  test = task.evaluate_stream(result.params, test_stream, result.step)
+  valid = dict(result.metrics)
+  out = {'model': spec.name, 'step': result.step,
+         'sharpness': vc_lm.sharpness_at(spec, result.step) if spec.variable
+                      else None,
+         'parameters': _parameter_count(result.params),
+         'valid': {k: v for k, v in valid.items()
+                   if isinstance(v, (int, float))},
+         'test': test}
+
+  def value(m):
+    return m.get(metric, float('nan'))
+
+  print(f'{spec.name}: valid {metric} {value(valid):.4f}, test {metric} '
+        f'{value(test):.4f}, mean m_t {test["m"]:.3f}, RNN-d '
+        f'{test["rnn_d"]:.0f} (from m_t: {test["rnn_d_m"]:.0f}), '
+        f'{out["parameters"] / 1e6:.2f}M params, step {result.step}')
+  if spec.variable and distributed.is_chief():
+    out['analysis'] = _analyse(task, spec, result, workdir, valid_stream,
+                               decode, classes, bits)
+  if distributed.is_chief():
+    path = pathlib.Path(workdir) / 'results.json'
+    path.write_text(json.dumps(vc_lm.summary(out), indent=1) + '\n')
+    print(f'wrote {path}')
+  return out
+
+
+def _analyse(task, spec, result, workdir, valid_stream, decode, classes,
+             bits) -> dict:
+  from vcrnn_jax.analysis import vc_plots  # matplotlib is optional
+  workdir = pathlib.Path(workdir)
+  lam = vc_lm.sharpness_at(spec, result.step)
+  analysis: dict = {'sharpness': lam}
+  n = min(FLAGS.analysis_symbols, len(valid_stream) - 1)
+  if n > 0:
+    ids = np.asarray(valid_stream[:n + 1])
+    m = task.per_step(result.params, ids, result.step)['m']
+    analysis['mean_m'] = float(m.mean())
+    if classes is not None:
+      groups = {g: vc_lm.mean_by_class(m, c, order=_class_order(c))
+                for g, c in classes(ids[:-1], 0).items()}
+      analysis['mean_m_by_class'] = groups
+      for g, c in groups.items():
+        print(f'mean m_t by {g}: {_format_classes(c)}')
+      path = vc_plots.plot_mean_by_class(
+          groups, workdir / 'm_by_class.png',
+          title=f'{spec.name}: mean m_t per symbol class ({n} valid '
+          'symbols)')
+      print(f'wrote {path}')
+    if bits is not None:
+      period = int(bits['period'])
+      usage = vc_lm.top_dims_usage(m, spec.hidden_size, lam,
+                                   epsilon=spec.epsilon)
+      max_lag = min(4 * period, n - 2)
+      if max_lag >= 2:
+        analysis['period_m'] = vc_lm.dominant_period(m, max_lag)
+        analysis['period_top_dims'] = vc_lm.dominant_period(usage, max_lag)
+        for k in ('period_m', 'period_top_dims'):
+          analysis[k].pop('acf')
+        print(f'period of m_t: {analysis["period_m"]["period"]} bits '
+              f'(autocorrelation {analysis["period_m"]["autocorrelation"]:.2f}'
+              f'); of the top dims\' updates: '
+              f'{analysis["period_top_dims"]["period"]} bits (characters '
+              f'every {period})')
+      positions = np.asarray(bits['positions'][:n])
+      analysis['top_dims_by_position'] = vc_lm.mean_by_class(
+          usage, vc_lm.bit_classes(positions))
+      analysis['top_dims_mean'] = float(usage.mean())
+  p = min(FLAGS.plot_symbols, len(valid_stream) - 1)
+  if p > 0:
+    ids = np.asarray(valid_stream[:p + 1])
+    m = task.per_step(result.params, ids, result.step)['m']
+    if bits is None:
+      path = vc_plots.plot_m_over_text(
+          list(decode(ids[:-1])), m, workdir / 'm_over_text.png',
+          title=f'{spec.name}: m_t over the first {p} valid symbols '
+          f'(mean {m.mean():.3f}, lambda {lam:g})')
+    else:
+      usage = vc_lm.top_dims_usage(m, spec.hidden_size, lam,
+                                   epsilon=spec.epsilon)
+      positions = np.asarray(bits['positions'][:p])
+      chars = list(bits['chars'][:int(np.sum(positions == 0))])
+      top = max(1, spec.hidden_size // 20)
+      path = vc_plots.plot_bit_computation(
+          ids[:-1], usage, positions, chars, workdir / 'bits_top_dims.png',
+          title=f'{spec.name}: per-bit update of dimensions '
+          f'{spec.hidden_size - top}-{spec.hidden_size - 1} (lambda {lam:g})')
+    print(f'wrote {path}')
+  return analysis
+

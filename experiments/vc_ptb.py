@@ -1,0 +1,104 @@
+r"""VCRNN paper Sec. 5.2.1 (Table 3, Fig. 2, 3): character and bit level PTB.
+
+The paper's configurations (D = 1024; for a GPU)::
+
+  python -m experiments.vc_ptb --data_dir=../shared/data --level=char \
+      --cell=vcrnn                        # Table 3: VCRNN-1024, 1.46 bpc
+  python -m experiments.vc_ptb --data_dir=../shared/data --level=char \
+      --cell=elman                        # RNN-1024: 1.47
+  python -m experiments.vc_ptb --data_dir=../shared/data --level=char \
+      --cell=vcgru                        # VCGRU-1024: 1.42 at RNN-d 648
+  python -m experiments.vc_ptb --data_dir=../shared/data --level=bit \
+      --hidden_size=1000 [--buffer_bits=8|24]   # Table 3 middle, Fig. 2
+
+An embedding of size D feeds the cell (the paper's D-dimensional x_t), a
+linear softmax reads it out; the loss is the NLL summed over the window plus
+Omega (Eq. 10: symmetric l1 around --target), the sharpness starts at 0.1 and
+grows by 0.1 per epoch up to 1 (Sec. 5), read by the cell from the step.
+Every evaluation (each epoch, over the whole valid stream with the state
+carried) logs bits per symbol (``bpc``: per character, or per bit), mean
+m_t (``m``) and RNN-d (``rnn_d`` from the dimensions the soft mask updates,
+``rnn_d_m`` from m_t D). After training the test split is evaluated,
+``<workdir>/results.json`` gets every number, and for a VC cell:
+
+* char level: mean m_t on word boundaries (``_`` and line ends) vs inside
+  words, ``m_by_class.png``, and m_t along the valid text,
+  ``m_over_text.png`` (Fig. 3);
+* bit level: the period of m_t and of the updates of the highest 5% of
+  dimensions (autocorrelation peak), their mean per bit position and on
+  buffer bits, ``m_by_class.png`` and ``bits_top_dims.png`` (Fig. 2).
+
+Rerunning the same command resumes from the last checkpoint in the workdir
+(``runs/vc_ptb/cell=..._seed=0_<non-default flags>``).
+
+Reduced size on a 2-core CPU (BUILD_NOTES.md has the numbers)::
+
+  python -m experiments.vc_ptb --data_dir=../shared/data --level=char \
+      --cell=vcrnn --hidden_size=256 --steps=1500 --sharpness_every=150
+
+Deviations and choices: the paper gives no optimiser, batch, BPTT length,
+penalty weight or epsilon (see experiments/_vc.py: Adam 1e-3, clip 1, batch
+32, BPTT 100, weight 1, epsilon 0.01); the soft mask indexes dimensions
+from 0 (vc.soft_mask's warning); ``--sharpness_every`` lets short runs reach
+a sharp mask in fewer steps than an epoch per increment.
+"""
+
+from absl import flags
+
+from experiments import _common
+from experiments import _vc
+from vcrnn_jax import data
+from vcrnn_jax.training import vc_lm
+
+flags.DEFINE_string('data_dir', None, 'Folder holding ptb/ptb.char.*.txt '
+                    '(Mikolov\'s simple-examples layout); default: the '
+                    'download cache.')
+flags.DEFINE_enum('level', 'char', ['char', 'bit'], 'Character level (50 '
+                  'symbols) or bit level (each character as its 8-bit code, '
+                  'most significant bit first).')
+flags.DEFINE_integer('buffer_bits', 0, 'Bit level: zero bits added after '
+                     'every character (Fig. 2: 0, 8 or 24).', lower_bound=0)
+_vc.define_flags(cell='vcrnn', hidden_size=1024, epochs=20)
+_common.define_workdir('runs/vc_ptb/cell=<cell>_seed=<seed>_<flags>')
+flags.adopt_module_key_flags(_common)
+flags.adopt_module_key_flags(_vc)
+FLAGS = flags.FLAGS
+
+
+def main(argv):
+  del argv
+  if FLAGS.buffer_bits and FLAGS.level != 'bit':
+    raise ValueError('--buffer_bits is for --level=bit only.')
+  if FLAGS.level == 'char':
+    ds = data.load('ptb_char', FLAGS.data_dir, word_boundaries=True)
+    bounds = [ds.vocab.token_to_id[c] for c in ('_', '\n')
+              if c in ds.vocab]
+
+    def classes(ids, offset):
+      del offset
+      return {'symbol': vc_lm.boundary_classes(ids, bounds)}
+
+    bits = None
+  else:
+    ds = data.load('ptb_bit', FLAGS.data_dir, buffer_bits=FLAGS.buffer_bits)
+    positions = ds.meta['bit_position']['valid']
+    char_vocab = ds.meta['char_vocab']
+
+    def classes(ids, offset):
+      pos = positions[offset:offset + len(ids)]
+      kinds = ['buffer bit' if p < 0 else 'character bit' for p in pos]
+      return {'bit kind': kinds,
+              'bit position': vc_lm.bit_classes(pos)}
+
+    bits = {'positions': positions, 'period': ds.meta['period'],
+            'chars': char_vocab.decode(ds.meta['char_ids']['valid'][:5000])}
+    bounds = None
+  _vc.train_and_analyse(
+      'vc_ptb', _vc.truncate(ds.train), _vc.truncate(ds.valid),
+      _vc.truncate(ds.test), ds.vocab.size, decode=ds.vocab.decode,
+      classes=classes, boundary_ids=bounds, bits=bits,
+      leading=('level', 'cell', 'seed'))
+
+
+if __name__ == '__main__':
+  _common.run(main)

@@ -1,0 +1,155 @@
+"""The VCRNN experiment binaries end to end (tiny sizes), and their analysis."""
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from vcrnn_jax.training import vc_lm
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+TINY = ['--hidden_size=8', '--batch_size=4', '--seq_len=10', '--steps=2',
+        '--eval_every=2', '--sharpness_every=1', '--max_symbols=3000',
+        '--analysis_symbols=400', '--plot_symbols=40']
+
+
+def _run(module, args, tmp_path):
+  env = dict(os.environ)
+  env.pop('XLA_FLAGS', None)
+  env['VCRNN_JAX_DATA'] = str(tmp_path / 'cache')
+  env['PYTHONPATH'] = os.pathsep.join(
+      [str(REPO)] + [p for p in [env.get('PYTHONPATH')] if p])
+  return subprocess.run([sys.executable, '-m', f'experiments.{module}', *args],
+                        cwd=REPO, env=env, capture_output=True, text=True,
+                        timeout=300)
+
+
+def _results(workdir):
+  return json.loads((workdir / 'results.json').read_text())
+
+
+def _metrics(workdir):
+  return [json.loads(l) for l in
+          (workdir / 'metrics.jsonl').read_text().splitlines()]
+
+
+def test_vc_ptb_char_trains_logs_m_and_rnn_d_and_resumes(tmp_path,
+                                                         shared_data_dir):
+  workdir = tmp_path / 'ptb'
+  args = [f'--data_dir={shared_data_dir}', '--level=char', '--cell=vcrnn',
+          f'--workdir={workdir}'] + TINY
+  proc = _run('vc_ptb', args, tmp_path)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  line = _metrics(workdir)[-1]
+  assert line['step'] == 2 and 4 < line['bpc'] < 7
+  assert 0 < line['m'] < 1 and 0 < line['rnn_d'] <= 8
+  out = _results(workdir)
+  assert set(out['analysis']['mean_m_by_class']['symbol']) == {
+      'boundary', 'inside word'}
+  assert (workdir / 'm_over_text.png').stat().st_size > 0
+  assert (workdir / 'm_by_class.png').stat().st_size > 0
+  # The same command with more steps resumes from the checkpoint.
+  args = [a if not a.startswith('--steps') else '--steps=4' for a in args]
+  proc = _run('vc_ptb', args, tmp_path)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  assert 'Resumed from step 2' in proc.stdout + proc.stderr
+  assert [l['step'] for l in _metrics(workdir)] == [2, 4]
+  # Other run-defining flags are refused with one line.
+  proc = _run('vc_ptb', args + ['--target=0.3'], tmp_path)
+  assert proc.returncode == 2 and 'holds a run' in proc.stderr
+  assert 'Traceback' not in proc.stderr
+
+
+def test_vc_ptb_bit_level_with_buffer_measures_the_period(tmp_path,
+                                                          shared_data_dir):
+  workdir = tmp_path / 'bit'
+  proc = _run('vc_ptb', [f'--data_dir={shared_data_dir}', '--level=bit',
+                         '--buffer_bits=8', '--cell=vcgru',
+                         f'--workdir={workdir}'] + TINY, tmp_path)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  analysis = _results(workdir)['analysis']
+  assert set(analysis['mean_m_by_class']['bit kind']) == {
+      'character bit', 'buffer bit'}
+  assert 2 <= analysis['period_m']['period'] <= 64
+  assert (workdir / 'bits_top_dims.png').stat().st_size > 0
+
+
+def test_vc_ptb_baseline_and_bad_flags(tmp_path, shared_data_dir):
+  workdir = tmp_path / 'gru'
+  proc = _run('vc_ptb', [f'--data_dir={shared_data_dir}', '--cell=gru',
+                         f'--workdir={workdir}'] + TINY, tmp_path)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  line = _metrics(workdir)[-1]
+  assert line['m'] == 1 and line['rnn_d'] == pytest.approx(8 * 2**0.5)
+  assert 'analysis' not in _results(workdir)
+  proc = _run('vc_ptb', ['--buffer_bits=8'], tmp_path)
+  assert proc.returncode == 2 and proc.stderr.count('\n') == 1
+  assert '--buffer_bits is for --level=bit' in proc.stderr
+
+
+def test_vc_text8_on_a_small_file_in_the_text8_format(tmp_path):
+  (tmp_path / 'text8').write_text('the cat sat on the mat ' * 300)
+  workdir = tmp_path / 't8'
+  proc = _run('vc_text8', [f'--data_dir={tmp_path}', f'--workdir={workdir}']
+              + TINY, tmp_path)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  out = _results(workdir)
+  assert out['model'] == 'VCGRU-8'
+  assert out['analysis']['mean_m_by_class']['symbol']['boundary']['count'] > 0
+
+
+@pytest.mark.parametrize('setting', ['guide'])
+def test_vc_europarl_guide_on_a_utf8_corpus(tmp_path, setting):
+  corpus = tmp_path / 'cs.txt'
+  corpus.write_text('Žluťoučký kůň úpěl ďábelské ódy.\n' * 200,
+                    encoding='utf-8')
+  workdir = tmp_path / 'eu'
+  proc = _run('vc_europarl', [f'--data_path={corpus}', f'--setting={setting}',
+                              f'--workdir={workdir}'] + TINY, tmp_path)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  flags = json.loads((workdir / 'flags.json').read_text())
+  assert flags['setting'] == 'guide' and flags['boundary_target'] == 0.8
+  assert 'boundary' in _results(workdir)['analysis']['mean_m_by_class'][
+      'symbol']
+
+
+def test_vc_music_reports_perplexity_and_m_per_symbol_kind(tmp_path):
+  tunes = tmp_path / 'tunes.txt'
+  tunes.write_text(''.join(
+      f'M:4/4 K:maj |: =c 2 =d /2 =e /2 z | =f{i % 2 + 1} =g 3/2 :|\n'
+      for i in range(60)))
+  workdir = tmp_path / 'music'
+  proc = _run('vc_music', [f'--data_path={tunes}', f'--workdir={workdir}']
+              + TINY, tmp_path)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  assert 'test perplexity' in proc.stdout
+  kinds = _results(workdir)['analysis']['mean_m_by_class']
+  assert {'bar', 'note', 'rest'} <= set(kinds['symbol kind'])
+  assert list(kinds['note length']) == ['0.5', '1', '1.5', '2']
+
+
+def test_music_classes_and_note_lengths():
+  found = vc_lm.music_classes(['|:', '=d2', 'z/2', '^G,', ':|', '(3', '|1',
+                               '=c/', 'M:4/4', '=A3/2>'])
+  assert found['kind'] == ['bar', 'note', 'rest', 'note', 'bar', 'other',
+                           'bar', 'note', 'other', 'note']
+  assert found['length'] == [None, '2', '0.5', '1', None, None, None, '0.5',
+                             None, '1.5']
+
+
+def test_dominant_period_finds_eight_and_mean_by_class():
+  t = np.arange(800)
+  signal = (t % 8 == 0).astype(float) + 0.01 * np.sin(t)
+  assert vc_lm.dominant_period(signal, 32)['period'] == 8
+  out = vc_lm.mean_by_class([1.0, 0.0, 0.5, np.nan], ['a', 'b', 'a', None])
+  assert out == {'a': {'mean': 0.75, 'count': 2},
+                 'b': {'mean': 0.0, 'count': 1}}
+
+
+def test_top_dims_usage_follows_m():
+  usage = vc_lm.top_dims_usage([0.1, 0.99, 1.0], 100, 1.0)
+  assert usage[0] == 0 and 0 < usage[1] < usage[2] <= 1

@@ -1,0 +1,405 @@
+r"""The VCRNN paper's language models (Jernite et al. 2017, Sec. 5) as functions.
+
+A configuration of :func:`vcrnn_jax.training.lm.lm_experiment`, which trains
+them (truncated BPTT with the state carried): this module adds no trainer.
+
+* :class:`ModelSpec` and :func:`build_cell`: the five cells the paper
+  compares (VCRNN, VCGRU and the constant-computation Elman, GRU, LSTM);
+  the VC cells get the sharpness schedule of Sec. 5 (:func:`sharpness`),
+  which the cell reads from ``Context.step``;
+* :func:`lm_task`: the language model (an embedding of size ``D``, the
+  cell, a linear softmax readout) with the penalty :math:`\Omega` of Eq. 10
+  as the trainer's regularizer (a target :math:`\bar m`, or per-symbol
+  targets in the "guide" setting of Sec. 5.2.2), :math:`m_t`, the
+  dimensions updated and their cost as per-step statistics, and RNN-d
+  (Table 3) derived at every evaluation;
+* the analysis of a trained scheduler: mean :math:`m_t` per symbol class
+  (:func:`mean_by_class`: word boundaries, music's bar lines, rests and note
+  lengths, :func:`music_classes`), the use of the highest dimensions
+  (:func:`top_dims_usage`, Fig. 2) and the period of a per-step signal
+  (:func:`dominant_period`, Fig. 2's "roughly every 8 bits").
+
+Example::
+
+  spec = vc_lm.ModelSpec('vcrnn', 1024, target=0.5, steps_per_epoch=1500)
+  task = vc_lm.lm_task(spec, ds.train, ds.valid, ds.vocab.size,
+                       batch_size=32, seq_len=100)
+  result = train_and_evaluate(task.experiment, config, workdir)
+  per = task.per_step(result.params, ds.valid[:2001], result.step)
+  per['m']                                          # m_t at every symbol
+
+References:
+  Jernite, Grave, Joulin & Mikolov, Variable Computation in Recurrent Neural
+  Networks, ICLR 2017, Sec. 4.2 and 5.
+"""
+
+import math
+import re
+from typing import Any, Mapping, NamedTuple, Optional, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from vcrnn_jax import cells
+from vcrnn_jax import vc
+from vcrnn_jax.core import Cell, as_context, check_positive_int
+from vcrnn_jax.models import language_model
+from vcrnn_jax.training import lm
+
+CELL_NAMES = ('vcrnn', 'vcgru', 'elman', 'gru', 'lstm')
+VC_CELLS = ('vcrnn', 'vcgru')
+SETTINGS = ('learn', 'guide')
+
+
+class ModelSpec(NamedTuple):
+  r"""One language model of the paper (see :func:`build_cell`, :func:`lm_task`).
+
+  Attributes:
+    cell: one of :data:`CELL_NAMES`.
+    hidden_size: ``D`` (also the embedding size, as in the paper, where
+      :math:`x_t` is ``D``-dimensional).
+    steps_per_epoch: training steps between two sharpness increments (the
+      paper: one epoch).
+    target: :math:`\bar m` of Eq. 10 (paper: 0.2-0.5).
+    boundary_target: the "guide" setting's :math:`\bar m` on boundary
+      symbols (None: the "learn" setting, one target everywhere).
+    penalty_weight: the weight of :math:`\Omega` in the loss (the paper
+      gives none).
+    penalty_norm: ``'l1'`` (paper) or ``'l2'``.
+    symmetric: penalise :math:`m_t` below the target too (paper: True).
+    sharpness_initial, sharpness_increment, sharpness_maximum: the schedule
+      of Sec. 5 (0.1, +0.1 per epoch, up to 1).
+    epsilon: :math:`\epsilon` of :math:`\mathrm{Thres}_\epsilon`.
+    scheduler_bias: initial bias ``b`` of Eq. 7.
+  """
+  cell: str
+  hidden_size: int
+  steps_per_epoch: int = 1
+  target: float = 0.5
+  boundary_target: Optional[float] = None
+  penalty_weight: float = 1.0
+  penalty_norm: str = 'l1'
+  symmetric: bool = True
+  sharpness_initial: float = 0.1
+  sharpness_increment: float = 0.1
+  sharpness_maximum: float = 1.0
+  epsilon: float = 0.01
+  scheduler_bias: float = 0.0
+
+  @property
+  def name(self) -> str:
+    return f'{self.cell.upper()}-{self.hidden_size}'
+
+  @property
+  def variable(self) -> bool:
+    return self.cell in VC_CELLS
+
+
+def check_spec(spec: ModelSpec) -> ModelSpec:
+  """Validates ``spec``; returns it. Raises ``ValueError`` naming the field."""
+  if spec.cell not in CELL_NAMES:
+    raise ValueError(f'cell must be one of {CELL_NAMES}, got {spec.cell!r}.')
+  check_positive_int('hidden_size', spec.hidden_size)
+  check_positive_int('steps_per_epoch', spec.steps_per_epoch)
+  for name in ('target', 'boundary_target'):
+    value = getattr(spec, name)
+    if value is not None and not 0.0 <= value <= 1.0:
+      raise ValueError(f'{name} must be in [0, 1], got {value!r}.')
+  if not (math.isfinite(spec.penalty_weight) and spec.penalty_weight >= 0):
+    raise ValueError('penalty_weight must be a finite number >= 0, got '
+                     f'{spec.penalty_weight!r}.')
+  if spec.penalty_norm not in ('l1', 'l2'):
+    raise ValueError(f"penalty_norm must be 'l1' or 'l2', got "
+                     f'{spec.penalty_norm!r}.')
+  return spec
+
+
+def sharpness(spec: ModelSpec) -> vc.Schedule:
+  r"""The sharpness schedule :math:`\lambda(\mathrm{step})` of ``spec``."""
+  return vc.paper_sharpness(spec.steps_per_epoch,
+                            initial=spec.sharpness_initial,
+                            increment=spec.sharpness_increment,
+                            maximum=spec.sharpness_maximum)
+
+
+def sharpness_at(spec: ModelSpec, step: int) -> float:
+  """The sharpness at ``step`` as a float (for analysis on the host)."""
+  return float(sharpness(spec)(jnp.asarray(step, jnp.int32)))
+
+
+def build_cell(spec: ModelSpec) -> Cell:
+  """The recurrent cell of ``spec`` (the VC cells with :func:`sharpness`)."""
+  check_spec(spec)
+  d = spec.hidden_size
+  if spec.cell == 'vcrnn':
+    return vc.vcrnn(d, sharpness=sharpness(spec), epsilon=spec.epsilon,
+                    scheduler_bias=spec.scheduler_bias)
+  if spec.cell == 'vcgru':
+    return vc.vcgru(d, sharpness=sharpness(spec), epsilon=spec.epsilon,
+                    scheduler_bias=spec.scheduler_bias)
+  return {'elman': cells.elman, 'gru': cells.gru, 'lstm': cells.lstm}[
+      spec.cell](d)
+
+
+def _stepped(cell: Cell) -> Cell:
+  """``cell`` whose ``apply`` without a step runs at step 0.
+
+  :func:`vcrnn_jax.models.language_model` (to size its readout) and
+  :func:`~vcrnn_jax.training.lm.lm_experiment` (to shape the carried state)
+  trace the cell once without a context; a VC cell with a sharpness
+  schedule refuses to run without the step. Training and evaluation always
+  pass the step, so step 0 only ever serves those shape traces.
+  """
+  def apply(params, state, x, context=None):
+    context = as_context(context)
+    if context.step is None:
+      context = context._replace(step=jnp.zeros((), jnp.int32))
+    return cell.apply(params, state, x, context)
+  return Cell(cell.init, cell.initial_state, apply)
+
+
+def elman_units(cell_name: str) -> float:
+  """Table 3's cost of a cell of dimension ``d`` in units of ``d^2``."""
+  return vc.rnn_equivalent_dim(cell_name, 1) ** 2
+
+
+def lm_task(spec: ModelSpec, train_stream, valid_stream, vocab_size: int, *,
+            batch_size: int, seq_len: int,
+            boundary_ids: Optional[Sequence[int]] = None,
+            eval_batch_size: Optional[int] = None,
+            eval_seq_len: Optional[int] = None) -> lm.LanguageModelTask:
+  r"""The language model of Sec. 5 on the shared LM trainer (truncated BPTT).
+
+  The loss is the NLL of Eq. 1 summed over the window plus
+  ``penalty_weight`` :math:`\cdot\,\Omega(m, \bar m)` (Eq. 10, summed over
+  the window), averaged over the batch; in the guide setting
+  (``spec.boundary_target``) the target is ``boundary_target`` where the
+  input symbol is one of ``boundary_ids`` (:func:`vcrnn_jax.vc.guide_targets`).
+  Every evaluation logs ``bpc`` (bits per symbol), ``perplexity``, mean
+  ``m`` (1 for the constant cells), ``dims`` (dimensions updated, the soft
+  mask's non-zero entries), and RNN-d twice: ``rnn_d`` from the dimensions
+  updated (the multiplications with possibly non-zero operands, Sec. 4.1)
+  and ``rnn_d_m`` from :math:`m_t D` (the limit of a sharp mask).
+
+  Args:
+    spec: the model.
+    train_stream, valid_stream: 1-D int id streams.
+    vocab_size: the number of symbols.
+    batch_size: rows of the BPTT stream.
+    seq_len: BPTT length.
+    boundary_ids: the boundary symbols of the guide setting (required with
+      ``spec.boundary_target``).
+    eval_batch_size, eval_seq_len: evaluation rows and window (default: the
+      training ones).
+
+  Returns:
+    The :class:`~vcrnn_jax.training.lm.LanguageModelTask`.
+  """
+  check_spec(spec)
+  if spec.boundary_target is not None and not boundary_ids:
+    raise ValueError('the guide setting (boundary_target) needs the corpus\'s '
+                     'boundary symbols; this corpus has none.')
+  d = spec.hidden_size
+  model = language_model(_stepped(build_cell(spec)), vocab_size,
+                         embed_size=d, readout='linear')
+  units = elman_units(spec.cell)
+  bounds = (None if boundary_ids is None
+            else jnp.asarray(np.asarray(list(boundary_ids), np.int32)))
+
+  regularizer = None
+  if spec.variable and spec.penalty_weight > 0:
+    def regularizer(ys, inputs, step):
+      del step
+      if spec.boundary_target is None:
+        target = jnp.asarray(spec.target, ys.m.dtype)
+      else:
+        target = vc.guide_targets(jnp.isin(inputs, bounds), spec.target,
+                                  spec.boundary_target, ys.m.dtype)
+      return spec.penalty_weight * vc.penalty(
+          ys.m, target, norm=spec.penalty_norm, symmetric=spec.symmetric)
+
+  def statistics(ys, inputs):
+    if spec.variable:
+      m = ys.m.astype(jnp.float32)
+      dims = ys.dims.astype(jnp.float32)
+    else:
+      m = jnp.ones(inputs.shape, jnp.float32)
+      dims = jnp.full(inputs.shape, float(d), jnp.float32)
+    return {'m': m, 'dims': dims, 'cost': units * jnp.square(dims),
+            'cost_m': units * jnp.square(m * d)}
+
+  def derived(means):
+    return {'rnn_d': math.sqrt(max(means['cost'], 0.0)),
+            'rnn_d_m': math.sqrt(max(means['cost_m'], 0.0))}
+
+  return lm.lm_experiment(
+      model, train_stream, valid_stream, batch_size=batch_size,
+      seq_len=seq_len, mode='bptt', eval_mode='stream',
+      eval_batch_size=eval_batch_size, eval_seq_len=eval_seq_len,
+      regularizer=regularizer, statistics=statistics, derived=derived)
+
+
+# ----------------------------------------------------------------------------
+# Analysis of a trained scheduler.
+
+
+def top_dims_usage(m: Any, hidden_size: int, sharpness_value: float, *,
+                   epsilon: float = 0.01, top: Optional[int] = None
+                   ) -> np.ndarray:
+  r"""How much the highest dimensions are updated at each step (Fig. 2).
+
+  The mean of the soft mask :math:`(e_t)_i` (Eq. 8) over the ``top`` highest
+  dimensions ``D - top .. D - 1`` (Fig. 2: 950-1000 of 1000, i.e. the top 5%,
+  the default), per step.
+
+  Args:
+    m: ``[T]`` scheduler outputs.
+    hidden_size: ``D``.
+    sharpness_value: :math:`\lambda` the model was evaluated with.
+    epsilon: the cell's :math:`\epsilon`.
+    top: how many dimensions (default ``max(1, D // 20)``).
+
+  Returns:
+    ``[T]`` float64 values in ``[0, 1]``.
+  """
+  hidden_size = check_positive_int('hidden_size', hidden_size)
+  top = max(1, hidden_size // 20) if top is None else check_positive_int(
+      'top', top)
+  e = np.asarray(vc.soft_mask(jnp.asarray(np.asarray(m, np.float32)),
+                              hidden_size, sharpness_value, epsilon))
+  return e[..., hidden_size - min(top, hidden_size):].mean(-1).astype(
+      np.float64)
+
+
+def dominant_period(signal: Any, max_lag: int, min_lag: int = 2) -> dict:
+  """The period of a per-step signal: the peak of its autocorrelation.
+
+  Args:
+    signal: ``[T]`` values (e.g. :math:`m_t` over a bit stream).
+    max_lag: the longest period considered.
+    min_lag: the shortest period considered (2: a lag of 1 is not a period).
+
+  Returns:
+    ``{'period': lag of the highest autocorrelation in [min_lag, max_lag],
+    'autocorrelation': its value, 'acf': the autocorrelation at lags 0 ..
+    max_lag}`` (``acf`` a list; ``period`` 0 and ``autocorrelation`` NaN for
+    a constant signal).
+  """
+  x = np.asarray(signal, np.float64).reshape(-1)
+  max_lag = check_positive_int('max_lag', max_lag)
+  if len(x) <= max_lag + 1:
+    raise ValueError(f'dominant_period: the signal has {len(x)} steps, too '
+                     f'few for max_lag={max_lag}.')
+  x = x - x.mean()
+  var = float(np.dot(x, x))
+  if var <= 1e-12 * len(x):
+    return {'period': 0, 'autocorrelation': float('nan'),
+            'acf': [1.0] + [0.0] * max_lag}
+  acf = np.array([1.0] + [float(np.dot(x[:-k], x[k:])) / var
+                          for k in range(1, max_lag + 1)])
+  lags = np.arange(min_lag, max_lag + 1)
+  best = int(lags[np.argmax(acf[min_lag:])])
+  return {'period': best, 'autocorrelation': float(acf[best]),
+          'acf': acf.tolist()}
+
+
+def mean_by_class(values: Any, classes: Sequence[Any],
+                  order: Optional[Sequence[Any]] = None) -> dict:
+  """Mean and count of a per-step value in each class (Table 2, Sec. 5.1).
+
+  Args:
+    values: ``[T]`` per-step values (:math:`m_t`).
+    classes: ``[T]`` class of each step (any hashable; None: left out).
+    order: the classes to report, in this order (default: sorted by first
+      appearance).
+
+  Returns:
+    ``{class: {'mean': float, 'count': int}}`` for classes with steps.
+  """
+  values = np.asarray(values, np.float64).reshape(-1)
+  classes = list(classes)
+  if len(classes) != len(values):
+    raise ValueError(f'mean_by_class: {len(values)} values but '
+                     f'{len(classes)} classes.')
+  groups: dict = {}
+  for v, c in zip(values, classes):
+    if c is not None:
+      groups.setdefault(c, []).append(v)
+  keys = list(order) if order is not None else list(groups)
+  return {k: {'mean': float(np.mean(groups[k])), 'count': len(groups[k])}
+          for k in keys if k in groups}
+
+
+def boundary_classes(tokens: Sequence[int], boundary_ids: Sequence[int]
+                     ) -> list:
+  """``'boundary'`` or ``'inside word'`` for each input symbol."""
+  bounds = set(int(b) for b in boundary_ids)
+  return ['boundary' if int(t) in bounds else 'inside word' for t in tokens]
+
+
+_PITCH = re.compile(r"^([=^_]*)([A-Ga-gz])([,']*)(.*)$")
+
+
+def note_length(token: str) -> Optional[float]:
+  """The length of a (pitch, length) symbol in units (``=d2`` -> 2.0).
+
+  Durations as folk-rnn writes them: none (1 unit), ``2``, ``3/2``, ``/2``,
+  ``/`` (1/2), with a broken-rhythm ``>``/``<`` ignored. None for a token
+  that is not a note or a rest.
+  """
+  match = _PITCH.match(token)
+  if not match:
+    return None
+  duration = match.group(4).rstrip('<>')
+  if not duration:
+    return 1.0
+  try:
+    if '/' in duration:
+      num, _, den = duration.partition('/')
+      return float(num or 1) / float(den or 2)
+    return float(duration)
+  except ValueError:
+    return None
+
+
+def music_class(token: str) -> str:
+  """``'bar'`` (bars and repeats), ``'rest'``, ``'note'`` or ``'other'``."""
+  if token and set(token) <= set('|:[]123') and '|' in token or token in (
+      '::', ':|', '|:'):
+    return 'bar'
+  match = _PITCH.match(token)
+  if match and note_length(token) is not None:
+    return 'rest' if match.group(2) == 'z' else 'note'
+  return 'other'
+
+
+def music_classes(tokens: Sequence[str]) -> dict:
+  """Per-symbol class lists for Sec. 5.1: kind (bar/rest/note/other) and
+  note length (notes and rests only, as ``'0.25'``, ``'0.5'``, ...)."""
+  kinds = [music_class(t) for t in tokens]
+  lengths = []
+  for t, k in zip(tokens, kinds):
+    length = note_length(t) if k in ('note', 'rest') else None
+    lengths.append(None if length is None else f'{length:g}')
+  return {'kind': kinds, 'length': lengths}
+
+
+def bit_classes(positions: Sequence[int]) -> list:
+  """``'bit 0'`` .. ``'bit 7'`` (0 most significant) or ``'buffer'``."""
+  return ['buffer' if int(p) < 0 else f'bit {int(p)}' for p in positions]
+
+
+def summary(values: Mapping[str, Any]) -> dict:
+  """JSON-ready copy of an analysis dict (floats, ints, lists)."""
+  def clean(v):
+    if isinstance(v, Mapping):
+      return {str(k): clean(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+      return [clean(x) for x in v]
+    if isinstance(v, (np.floating, float)):
+      return float(v)
+    if isinstance(v, (np.integer, int)):
+      return int(v)
+    return v
+  return clean(dict(values))
