@@ -627,3 +627,28 @@ def test_multiplications():
   cost = vc.multiplications('vcrnn', H, ys.dims)
   assert cost.shape == (B, T) and np.all(cost <= vc.multiplications(
       'vcrnn', H))
+
+
+def test_a_scheduled_cell_fits_every_wrapper_that_probes_its_shapes():
+  # sequence_model, language_model, act.adaptive and cells.stack trace the
+  # cell once for its output size; with a sharpness schedule the cell needs
+  # a step even then (core.shape_probe_context gives step 0).
+  from vcrnn_jax.models import language_model
+  schedule = vc.paper_sharpness(steps_per_epoch=10)
+  cell = vc.vcrnn(H, sharpness=schedule)
+  with pytest.raises(ValueError, match='needs the training step'):
+    cell.apply(cell.init(jax.random.key(0), 5), cell.initial_state(B),
+               jnp.ones((B, 5)))
+  ctx = Context(step=jnp.asarray(30, jnp.int32))
+  for model in (sequence_model(cell, output_size=3),
+                sequence_model(cells.stack([cell, vc.vcgru(
+                    H, sharpness=schedule)]), output_size=3),
+                sequence_model(act.adaptive(cell, output_size=3,
+                                            max_steps=3))):
+    params = model.init(jax.random.key(1), 5)
+    out, _ = model.apply(params, jnp.ones((B, T, 5)), context=ctx)
+    assert out.shape == (B, T, 3)
+  lm = language_model(cell, 11, embed_size=H, readout='tied')
+  params = lm.init(jax.random.key(2))
+  logits, _ = lm.apply(params, jnp.zeros((B, T), jnp.int32), context=ctx)
+  assert logits.shape == (B, T, 11)

@@ -13,7 +13,7 @@ import jax.numpy as jnp
 from vcrnn_jax import loops
 from vcrnn_jax.cells import _common
 from vcrnn_jax.core import (Cell, as_context, cell_output, check_positive_int,
-                            param_dtype_of)
+                            param_dtype_of, shape_probe_context)
 
 
 class ACTOutput(NamedTuple):
@@ -165,7 +165,8 @@ def adaptive(
   def _shapes(cell_params, input_size, dtype):
     state = cell.initial_state(1)
     x = jnp.zeros((1, input_size + 1), dtype)
-    new_state, y = jax.eval_shape(cell.apply, cell_params, state, x)
+    new_state, y = jax.eval_shape(cell.apply, cell_params, state, x,
+                                    shape_probe_context())
     y = cell_output(y)
     return y.shape[-1], jax.eval_shape(feats, new_state, y).shape[-1]
 

@@ -88,6 +88,16 @@ def as_context(context: Optional[Context]) -> Context:
   return context
 
 
+def shape_probe_context() -> Context:
+  """The context of a shape probe (``jax.eval_shape`` of ``apply``).
+
+  Wrappers and models trace a cell once to learn its output size; a cell
+  with a step-dependent hyperparameter (VCRNN's sharpness schedule) needs a
+  step even then, so probes pass step 0. Only shapes come out of a probe.
+  """
+  return Context(step=jnp.zeros((), jnp.int32))
+
+
 def fold_in(context: Optional[Context], data: int) -> Context:
   """``context`` with its key replaced by ``fold_in(key, data)`` (if any).
 

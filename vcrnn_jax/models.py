@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 
 from vcrnn_jax.core import (Cell, as_context, cell_output, check_positive_int,
-                            fold_in, param_dtype_of)
+                            fold_in, param_dtype_of, shape_probe_context)
 from vcrnn_jax.unroll import unroll
 
 
@@ -49,7 +49,8 @@ def sequence_model(cell: Cell, output_size: Optional[int] = None, *,
     if output_size is not None:
       dtype = param_dtype or param_dtype_of(params['cell'])
       x = jnp.zeros((1, input_size), dtype)
-      _, y = jax.eval_shape(cell.apply, params['cell'], cell.initial_state(1), x)
+      _, y = jax.eval_shape(cell.apply, params['cell'], cell.initial_state(1), x,
+                            shape_probe_context())
       y_size = cell_output(y).shape[-1]
       params['readout'] = {
           'kernel': jax.nn.initializers.glorot_uniform()(
@@ -179,7 +180,7 @@ def language_model(
     if readout is not None:
       x = jnp.zeros((1, input_size), dtype)
       _, y = jax.eval_shape(cell.apply, params['cell'], cell.initial_state(1),
-                            x)
+                            x, shape_probe_context())
       y_size = cell_output(y).shape[-1]
       if readout == 'tied':
         if y_size != embed_size:

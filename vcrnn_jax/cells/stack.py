@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 
 from vcrnn_jax.core import (Cell, as_context, cell_output, check_positive_int,
-                            fold_in, param_dtype_of)
+                            fold_in, param_dtype_of, shape_probe_context)
 
 
 class StackOutput(NamedTuple):
@@ -58,7 +58,8 @@ def stack(layers: Sequence[Cell], *, dropout: float = 0.0) -> Cell:
     for i, (name, cell) in enumerate(zip(names, layers)):
       params[name] = cell.init(jax.random.fold_in(key, i), size)
       x = jnp.zeros((1, size), param_dtype_of(params[name]))
-      _, y = jax.eval_shape(cell.apply, params[name], cell.initial_state(1), x)
+      _, y = jax.eval_shape(cell.apply, params[name], cell.initial_state(1), x,
+                            shape_probe_context())
       size = cell_output(y).shape[-1]
     return params
 

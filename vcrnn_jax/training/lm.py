@@ -35,7 +35,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from vcrnn_jax.core import Context, check_positive_int
+from vcrnn_jax.core import Context, check_positive_int, shape_probe_context
 from vcrnn_jax.data.batching import random_windows
 from vcrnn_jax.metrics import bits_per_symbol
 from vcrnn_jax.models import SequenceModel
@@ -168,7 +168,9 @@ def lm_experiment(
     params = jax.eval_shape(model.init, jax.random.key(0))
     tokens = jax.ShapeDtypeStruct((batch, 1), jnp.int32)
     _, _, state = jax.eval_shape(
-        lambda p, t: model.apply(p, t, return_state=True), params, tokens)
+        lambda p, t: model.apply(p, t, return_state=True,
+                                  context=shape_probe_context()),
+        params, tokens)
     return jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), state)
 
   def forward(params, windows, context, state=None):

@@ -43,7 +43,7 @@ import numpy as np
 
 from vcrnn_jax import cells
 from vcrnn_jax import vc
-from vcrnn_jax.core import Cell, as_context, check_positive_int
+from vcrnn_jax.core import Cell, check_positive_int
 from vcrnn_jax.models import language_model
 from vcrnn_jax.training import lm
 
@@ -142,23 +142,6 @@ def build_cell(spec: ModelSpec) -> Cell:
       spec.cell](d)
 
 
-def _stepped(cell: Cell) -> Cell:
-  """``cell`` whose ``apply`` without a step runs at step 0.
-
-  :func:`vcrnn_jax.models.language_model` (to size its readout) and
-  :func:`~vcrnn_jax.training.lm.lm_experiment` (to shape the carried state)
-  trace the cell once without a context; a VC cell with a sharpness
-  schedule refuses to run without the step. Training and evaluation always
-  pass the step, so step 0 only ever serves those shape traces.
-  """
-  def apply(params, state, x, context=None):
-    context = as_context(context)
-    if context.step is None:
-      context = context._replace(step=jnp.zeros((), jnp.int32))
-    return cell.apply(params, state, x, context)
-  return Cell(cell.init, cell.initial_state, apply)
-
-
 def elman_units(cell_name: str) -> float:
   """Table 3's cost of a cell of dimension ``d`` in units of ``d^2``."""
   return vc.rnn_equivalent_dim(cell_name, 1) ** 2
@@ -201,7 +184,7 @@ def lm_task(spec: ModelSpec, train_stream, valid_stream, vocab_size: int, *,
     raise ValueError('the guide setting (boundary_target) needs the corpus\'s '
                      'boundary symbols; this corpus has none.')
   d = spec.hidden_size
-  model = language_model(_stepped(build_cell(spec)), vocab_size,
+  model = language_model(build_cell(spec), vocab_size,
                          embed_size=d, readout='linear')
   units = elman_units(spec.cell)
   bounds = (None if boundary_ids is None
