@@ -102,6 +102,8 @@ def main(argv):
   del argv
   table = pathlib.Path(FLAGS.table_csv)
   if FLAGS.report:
+    if not distributed.is_chief():
+      return
     text = report(table)
     print(text)
     out = table.with_suffix('.md')
@@ -146,6 +148,8 @@ def main(argv):
       make_experiment=lambda: make().experiment, train_config=config,
       final_metrics=final, table_csv=table if chief else None,
       table_fields=FIELDS, train=_common.train)
+  if not chief:
+    return
   mean, std = rehn_tasks.mean_std([r.metrics['test_mse_e3'] for r in results])
   paper = rehn_tasks.paper_row(rehn_tasks.TABLE1, model_spec)
   print(f'{model_spec.name}: {results[0].metrics["params"]} params, test MSE '
