@@ -440,10 +440,14 @@ def train_and_evaluate(experiment: Experiment, config: TrainConfig,
 
   if restored is not None:
     say(f'Resumed from step {start} ({workdir / "checkpoints"}).')
+  # The batch of a step is sampled from host values on this process's own
+  # default device: from the state's arrays (which span every process) the
+  # sampler would be a computation of all processes, synchronised each step.
+  data_key = _to_host(state.data_key)
   try:
     step = start
     while step < config.steps:
-      batch = _shard_batch(experiment.sample(state.data_key, state.step),
+      batch = _shard_batch(experiment.sample(data_key, np.int32(step)),
                            batch_sharding, replicated)
       state, loss, metrics = train_step(state, batch)
       step += 1
