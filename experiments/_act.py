@@ -17,6 +17,7 @@ from vcrnn_jax import tasks
 from vcrnn_jax.analysis import act_sweep
 from vcrnn_jax.files import atomic_write
 from vcrnn_jax.training import act_tasks
+from vcrnn_jax.training import distributed
 from vcrnn_jax.training.train import TrainConfig
 
 FLAGS = flags.FLAGS
@@ -153,7 +154,8 @@ def main(name: str, task_name: str, task_kwargs: Mapping[str, Any]):
       eval_batch_size=FLAGS.eval_batch_size, eval_batches=FLAGS.eval_batches)
   run_dir = workdir(name)
   result = _common.train(experiment, train_config(name), run_dir)
-  if FLAGS.difficulty_report:
+  # Process 0 alone reports (the others wait for it at the end of the run).
+  if FLAGS.difficulty_report and distributed.is_chief():
     report_difficulty(task_name, task_kwargs, model, result.params,
                       run_dir / 'difficulty.csv')
   return result

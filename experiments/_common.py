@@ -19,8 +19,11 @@ import math
 import os
 import pathlib
 import sys
+import time
+import traceback
 from typing import Callable, Iterable, Optional
 
+import jax
 from absl import app
 from absl import flags
 
@@ -30,7 +33,7 @@ from vcrnn_jax.files import atomic_write
 from vcrnn_jax.training import distributed
 from vcrnn_jax.training.train import (OPTIMIZERS, Experiment, TrainConfig,
                                       TrainingDiverged, TrainResult,
-                                      train_and_evaluate)
+                                      prepare_workdir, train_and_evaluate)
 
 FLAGS = flags.FLAGS
 
@@ -39,9 +42,27 @@ def _prog() -> str:
   return os.path.basename(sys.argv[0]).replace('.py', '') or 'experiment'
 
 
-def fail(message: str, status: int = 2) -> None:
-  sys.stderr.write(f'{_prog()}: error: {message}\n')
+def _error_prefix() -> str:
+  return f'{_prog()}: error: '
+
+
+def fail(message: str, status: int = 2, *, everywhere: bool = False) -> None:
+  """Prints ``message`` as one line on stderr and exits with ``status``.
+
+  In a run of several processes the others stop too. With ``everywhere``
+  every process raised this same error at the same point (a check agreed on
+  by all of them), so each just exits. Otherwise this process tells the
+  others (:func:`distributed.abort_peers`, they print ``process I failed:
+  <message>`` and exit) and exits at once.
+  """
+  sys.stderr.write(f'{_error_prefix()}{message}\n')
   sys.stderr.flush()
+  if distributed.is_multiprocess():
+    if everywhere:
+      distributed.stop_watching()
+    else:
+      distributed.abort_peers(message)
+      distributed.exit_now(status)
   sys.exit(status)
 
 
@@ -59,12 +80,19 @@ def _os_error_line(e: OSError) -> str:
   return f'{e.strerror or type(e).__name__}: {where}'
 
 
+def _first_line(e: BaseException) -> str:
+  if isinstance(e, OSError):
+    return _os_error_line(e)
+  return str(e).splitlines()[0] if str(e) else type(e).__name__
+
+
 def run(main: Callable) -> None:
   """``app.run(main)`` with one-line errors for bad flags and bad values.
 
   Also starts the processes of a multi-process run (the flags of
   :mod:`vcrnn_jax.training.distributed`) before ``main``, so that every
-  binary runs as N processes without code of its own.
+  binary runs as N processes without code of its own, and makes an error in
+  one of them end all of them (non-zero status, one line each).
   """
   # JAX logs at INFO that it found no TPU; the console is for the progress bar.
   logging.getLogger('jax._src.xla_bridge').setLevel(logging.WARNING)
@@ -75,21 +103,38 @@ def run(main: Callable) -> None:
     try:
       _start_processes()
       main(argv)
+    except distributed.AgreedError as e:
+      fail(_first_line(e), everywhere=True)
     except TrainingDiverged as e:
-      distributed.abort_peers(str(e))
-      fail(str(e), status=1)
-    except (ValueError, OSError) as e:
-      line = (str(e).splitlines()[0] if str(e) else type(e).__name__) \
-          if not isinstance(e, OSError) else _os_error_line(e)
-      distributed.abort_peers(line)
-      fail(line)
+      # The loss is the same on every process: all of them stop here.
+      fail(str(e), status=1, everywhere=True)
     except KeyboardInterrupt:
-      distributed.abort_peers('interrupted')
       fail('interrupted; rerun the same command to resume from the last '
            'checkpoint.', status=130)
-    except distributed.PeerFailed as e:
-      fail(str(e), status=1)
+    except Exception as e:  # pylint: disable=broad-exception-caught
+      _error(e)
+    distributed.finish()
   app.run(guarded, flags_parser=_parse)
+
+
+def _error(e: Exception) -> None:
+  """Ends the run after ``e``: one line for bad values, else a traceback.
+
+  In a run of several processes, an error here is often the echo of a peer
+  that failed or died (a collective that lost its peer raises here): then
+  that peer's failure is the line, and the others stop too.
+  """
+  if distributed.exiting():
+    time.sleep(60)     # The watchdog is ending the process with its line.
+  problem = distributed.peer_failure(e)
+  if problem is not None:
+    fail(problem, status=1)
+  if isinstance(e, (ValueError, OSError)):
+    fail(_first_line(e))
+  if not distributed.is_multiprocess():
+    raise e
+  traceback.print_exc()   # A bug: its traceback, and the others stop.
+  fail(_first_line(e), status=1)
 
 
 # ----------------------------------------------------------------------------
@@ -106,13 +151,58 @@ flags.DEFINE_integer('process_id', None, 'This process, in 0..num_processes-1.',
 flags.DEFINE_bool('distributed', False, 'Let JAX detect the processes of a '
                   'cluster job (SLURM, Open MPI, TPU pods) instead of the three '
                   'flags above.')
+flags.DEFINE_float('connect_timeout', distributed.CONNECT_TIMEOUT_S,
+                   'Seconds the processes of a multi-process run wait for each '
+                   'other at start; past it each ends with one line.')
+flags.register_validator(
+    'connect_timeout', lambda v: math.isfinite(v) and v > 0,
+    message='--connect_timeout must be a finite number > 0')
+
+
+# Flags that may differ between the processes of one run: which process it
+# is, and paths that each machine may mount or name its own way.
+_PER_PROCESS = ('process_id', 'coordinator_address', 'workdir', 'data_dir')
+
+
+def _process_flags() -> dict:
+  return json.loads(json.dumps(
+      {f.name: f.value for f in FLAGS.get_key_flags_for_module(sys.argv[0])
+       if f.name not in _PER_PROCESS}, default=str))
+
+
+def _check_same_flags() -> None:
+  """Refuses processes started with different flags (one line on all).
+
+  Not only the run-defining flags: a process with another ``--steps`` would
+  stop while its peers wait for it in the next step's all-reduce.
+  """
+  mine = _process_flags()
+  every = [json.loads(v) for v in distributed.agree(
+      'the flags check', json.dumps(mine, sort_keys=True))]
+  chief = every[0]
+  for j, other in enumerate(every[1:], start=1):
+    differ = [n for n in sorted(set(chief) | set(other))
+              if chief.get(n, '<unset>') != other.get(n, '<unset>')]
+    if differ:
+      there = ', '.join(f'--{n}={other.get(n, "<unset>")}' for n in differ)
+      here = ', '.join(f'--{n}={chief.get(n, "<unset>")}' for n in differ)
+      raise distributed.AgreedError(
+          f'process {j} was started with {there}, process 0 with {here}: '
+          'start every process with the same command (only --process_id '
+          'differs).')
 
 
 def _start_processes() -> None:
-  distributed.initialize(
+  if not distributed.initialize(
       coordinator_address=FLAGS.coordinator_address,
       num_processes=FLAGS.num_processes, process_id=FLAGS.process_id,
-      auto=FLAGS.distributed)
+      auto=FLAGS.distributed, timeout_s=FLAGS.connect_timeout,
+      error_prefix=_error_prefix()):
+    return
+  _check_same_flags()
+  if not distributed.is_chief():
+    print(f'process {jax.process_index()} of {jax.process_count()}: joined; '
+          'process 0 shows progress and writes the files.', flush=True)
 
 
 def define_positive_int(name: str, default: Optional[int], help_: str) -> None:
@@ -233,7 +323,7 @@ def train_config(desc: str, **overrides) -> TrainConfig:
 # trained. Each binary adds its own with declare_resumable().
 _RESUMABLE = {'steps', 'eval_every', 'checkpoint_every', 'keep_checkpoints',
               'workdir', 'data_dir', 'coordinator_address', 'num_processes',
-              'process_id', 'distributed'}
+              'process_id', 'distributed', 'connect_timeout'}
 
 RUN_FLAGS_FILENAME = 'flags.json'
 
@@ -310,21 +400,11 @@ def _has_checkpoint(workdir: pathlib.Path) -> bool:
   return ckpt.is_dir() and any(p.name.isdigit() for p in ckpt.iterdir())
 
 
-def check_run_flags(workdir) -> None:
-  """Refuses to resume a run in ``workdir`` under other run-defining flags.
-
-  A workdir holding a checkpoint holds a run, whose flags
-  :func:`record_run_flags` wrote to ``<workdir>/flags.json`` with its first
-  checkpoint. A workdir without a checkpoint (a run that failed or was
-  interrupted before it) holds no run: any flags may start one there.
-
-  Raises:
-    ValueError: naming the flags that differ, with the saved values.
-  """
-  workdir = pathlib.Path(workdir)
+def _run_flags_error(workdir: pathlib.Path) -> Optional[str]:
+  """Why resuming the run in ``workdir`` under these flags is refused."""
   path = workdir / RUN_FLAGS_FILENAME
   if not (path.is_file() and _has_checkpoint(workdir)):
-    return
+    return None
   saved = json.loads(path.read_text())
   current = _current_run_flags()
   # A flag added after the run was made counts as set to its default there.
@@ -333,12 +413,38 @@ def check_run_flags(workdir) -> None:
   saved = {**{n: v for n, v in defaults.items() if n not in saved}, **saved}
   differ = [n for n in sorted(set(saved) | set(current))
             if saved.get(n, '<unset>') != current.get(n, '<unset>')]
-  if differ:
-    was = ', '.join(f'--{n}={saved.get(n, "<unset>")}' for n in differ)
-    now = ', '.join(f'--{n}={current.get(n, "<unset>")}' for n in differ)
-    raise ValueError(
-        f'{workdir} holds a run with {was}, not {now}: rerun with those '
-        'flags to resume it, or pass another --workdir.')
+  if not differ:
+    return None
+  was = ', '.join(f'--{n}={saved.get(n, "<unset>")}' for n in differ)
+  now = ', '.join(f'--{n}={current.get(n, "<unset>")}' for n in differ)
+  return (f'{workdir} holds a run with {was}, not {now}: rerun with those '
+          'flags to resume it, or pass another --workdir.')
+
+
+def check_run_flags(workdir) -> None:
+  """Refuses to resume a run in ``workdir`` under other run-defining flags.
+
+  A workdir holding a checkpoint holds a run, whose flags
+  :func:`record_run_flags` wrote to ``<workdir>/flags.json`` with its first
+  checkpoint. A workdir without a checkpoint (a run that failed or was
+  interrupted before it) holds no run: any flags may start one there.
+
+  In a run of several processes every process checks the workdir as it
+  sees it, and the first refusal (in process order) is raised on every
+  process alike.
+
+  Raises:
+    ValueError: naming the flags that differ, with the saved values
+      (:class:`distributed.AgreedError` with several processes).
+  """
+  workdir = pathlib.Path(workdir)
+
+  def check():
+    error = _run_flags_error(workdir)
+    if error:
+      raise ValueError(error)
+
+  distributed.check_everywhere('the workdir check', check)
 
 
 def record_run_flags(workdir) -> None:
@@ -346,16 +452,42 @@ def record_run_flags(workdir) -> None:
 
   Called with the first checkpoint of a process; :func:`check_run_flags`
   has checked them against a run already there, so rewriting is harmless
-  and replaces the file a run without checkpoint may have left.
+  and replaces the file a run without checkpoint may have left. Only process
+  0 writes; in a run of several processes every process then reads the file
+  back and checks it holds its own flags (a folder that is not shared, or
+  one that another run wrote meanwhile, stops them all).
+
+  Raises:
+    distributed.AgreedError: a process does not find its flags there.
   """
-  atomic_write(pathlib.Path(workdir) / RUN_FLAGS_FILENAME,
-               json.dumps(_current_run_flags(), indent=1, sort_keys=True)
-               + '\n')
+  path = pathlib.Path(workdir) / RUN_FLAGS_FILENAME
+  if distributed.is_chief():
+    atomic_write(path, json.dumps(_current_run_flags(), indent=1,
+                                  sort_keys=True) + '\n')
+  if not distributed.is_multiprocess():
+    return
+  distributed.agree(f'{RUN_FLAGS_FILENAME} written', '')
+  try:
+    ok = json.loads(path.read_text()) == _current_run_flags()
+  except (OSError, ValueError):
+    ok = False
+  views = distributed.agree(f'{RUN_FLAGS_FILENAME} read', 'ok' if ok else '')
+  blind = [str(j) for j, v in enumerate(views) if not v]
+  if blind:
+    raise distributed.AgreedError(
+        f'process {", ".join(blind)} did not find its flags in {path} after '
+        'process 0 wrote it: every process must use the same --workdir, on '
+        'a filesystem they all share.')
 
 
 def train(experiment: Experiment, config: TrainConfig, workdir) -> TrainResult:
-  """:func:`train_and_evaluate` with the workdir guard of this binary's flags."""
-  workdir = pathlib.Path(workdir)
+  """:func:`train_and_evaluate` with the workdir guard of this binary's flags.
+
+  With several processes, every process calls it (with the same flags and a
+  shared workdir); process 0 writes the files.
+  """
+  workdir = prepare_workdir(workdir)
+  distributed.check_shared_folder(workdir)
   check_run_flags(workdir)
   recorded = []
 

@@ -60,6 +60,7 @@ from vcrnn_jax import tasks
 from vcrnn_jax.analysis import act_sweep
 from vcrnn_jax.analysis import plots
 from vcrnn_jax.analysis import sweep
+from vcrnn_jax.training import distributed
 
 _TASK_LINE = '; '.join(
     f'{name}: {d["cell"]} {d["hidden_size"]}, batch {d["batch_size"]}, '
@@ -141,7 +142,11 @@ def main(argv):
   del argv
   workdir = pathlib.Path(FLAGS.workdir or
                          pathlib.Path('runs', 'act_sweep', FLAGS.task))
+  # Several processes train each run together; process 0 reports.
+  chief = distributed.is_chief()
   if FLAGS.plot_only:
+    if not chief:
+      return
     results = [r for r in sweep.read_rows(
         workdir / act_sweep.RESULTS_FILENAME) if r['task'] == FLAGS.task]
     if not results:
@@ -186,8 +191,11 @@ def main(argv):
   runs = act_sweep.make_grid(act_sweep.parse_taus(FLAGS.taus),
                              sweep.parse_ints('seeds', FLAGS.seeds),
                              baseline=FLAGS.baseline)
-  summary = act_sweep.run_sweep(config, runs, workdir,
-                                log=lambda line: print(line, flush=True))
+  summary = act_sweep.run_sweep(
+      config, runs, workdir,
+      log=(lambda line: print(line, flush=True)) if chief else (lambda _: None))
+  if not chief:
+    return
   print(f'{len(summary.trained)} trained, {len(summary.restored)} restored, '
         f'{len(summary.skipped)} already done, {len(summary.diverged)} '
         f'diverged; rows in {workdir / act_sweep.RESULTS_FILENAME} and '

@@ -44,6 +44,7 @@ from experiments import _common
 from vcrnn_jax import data
 from vcrnn_jax.training import act_lm
 from vcrnn_jax.training import act_tasks
+from vcrnn_jax.training import distributed
 
 flags.DEFINE_enum('data', 'enwik8', ['enwik8', 'bytes', 'text'], 'Corpus: '
                   '"enwik8" (the paper\'s; bytes), "bytes" (any file as raw '
@@ -90,7 +91,7 @@ def main(argv):
   workdir = _act.workdir('act_wikipedia')
   result = _common.train(task.experiment, _act.train_config('act_wikipedia'),
                          workdir)
-  if FLAGS.plot_ponder_bytes:
+  if FLAGS.plot_ponder_bytes and distributed.is_chief():
     from vcrnn_jax.analysis import plots  # matplotlib is optional
     text = ds.valid[:FLAGS.plot_ponder_bytes + 1]
     ponder = act_lm.ponder_over_text(task, result.params, text)

@@ -163,6 +163,8 @@ def main(argv):
       make_experiment=lambda: make().experiment, train_config=config,
       final_metrics=final, table_csv=table if chief else None,
       table_fields=FIELDS, train=_common.train)
+  if not chief:
+    return
   accs = [100 * r.metrics['test_accuracy'] for r in results]
   mean, std = rehn_tasks.mean_std(accs)
   paper = rehn_tasks.paper_row(rehn_tasks.TABLE2, model_spec)
@@ -170,8 +172,6 @@ def main(argv):
         f'{mean:.2f} ± {std:.2f}% over {len(results)} seeds'
         + (f' (paper: {paper[0]} params, {paper[1]:.2f} ± {paper[2]:.2f}%)'
            if paper else ''))
-  if not chief:
-    return
   confusion = sum(r.metrics['confusion'] for r in results)
   print(f'confusion matrix (test, summed over {len(results)} seeds):')
   print(write_confusion(workdir / 'confusion.csv', confusion, classes))

@@ -129,12 +129,14 @@ def main(argv):
                       else 20 * per_epoch))
   workdir = _common.default_workdir('rehn_ptb', leading=('cell', 'seed'))
   result = _common.train(task.experiment, config, workdir)
+  if not distributed.is_chief():
+    return    # Process 0 reports (the others wait for it to finish).
   test = task.evaluate_stream(result.params, ds.test, result.step)
   print(f'{spec.name}: {rehn_tasks.parameter_count(result.params) / 1e6:.2f}M '
         f'params, test perplexity {test["perplexity"]:.2f}, valid '
         f'{result.metrics.get("perplexity", float("nan")):.2f}'
         + (f', mean depth {test["depth"]:.2f}' if 'depth' in test else ''))
-  if FLAGS.plot_words and 'depth' in test and distributed.is_chief():
+  if FLAGS.plot_words and 'depth' in test:
     from vcrnn_jax.analysis import plots  # pylint: disable=g-import-not-at-top
     tokens = ds.test[:FLAGS.plot_words + 1]
     per = task.per_step(result.params, tokens, result.step)

@@ -136,6 +136,8 @@ def main(argv):
       and FLAGS.noise_variance != elastic_depth.NOISE_VARIANCE):
     table = table.with_name(f'table1{_noise_suffix()}.csv')
   if FLAGS.report:
+    if not distributed.is_chief():
+      return
     text = report(table) + '\n\n' + floor_line()
     print(text)
     out = table.with_suffix('.md')
@@ -182,6 +184,8 @@ def main(argv):
       make_experiment=lambda: make().experiment, train_config=config,
       final_metrics=final, table_csv=table if chief else None,
       table_fields=FIELDS, train=_common.train)
+  if not chief:
+    return
   mean, std = rehn_tasks.mean_std([r.metrics['test_mse_e3'] for r in results])
   paper = rehn_tasks.paper_row(rehn_tasks.TABLE1, model_spec)
   if chief:

@@ -42,6 +42,9 @@ A run whose loss becomes NaN gets a ``diverged.txt`` marker and is skipped by
 later invocations (training is deterministic, so it would diverge again);
 delete its folder to retry it.
 
+Several processes (``jax.distributed``) train each run together; every
+process reads the CSVs and markers, process 0 alone writes them.
+
 Deviations from the paper (as for ``experiments/act_parity.py``): Adam with
 learning rate 1e-3 on one worker instead of 1e-4 with 16 Hogwild! threads, and
 far fewer than 1M updates per run (``steps`` in
@@ -69,6 +72,7 @@ from vcrnn_jax.analysis.sweep import (DIVERGED_FILENAME, read_rows, run_key,
 from vcrnn_jax.core import check_positive_int
 from vcrnn_jax.files import atomic_write
 from vcrnn_jax.training import act_tasks
+from vcrnn_jax.training import distributed
 from vcrnn_jax.training.train import (TrainConfig, TrainingDiverged,
                                       train_and_evaluate)
 
@@ -480,7 +484,9 @@ def run_sweep(config: SweepConfig, runs: Sequence[RunSpec], workdir, *,
   if workdir.exists() and not workdir.is_dir():
     raise ValueError(f'workdir {str(workdir)!r} exists and is not a directory.')
   workdir.mkdir(parents=True, exist_ok=True)
-  check_manifest(workdir, config)
+  # Several processes: each checks, all stop with the first refusal.
+  distributed.check_everywhere('the sweep.json check',
+                               lambda: check_manifest(workdir, config))
   results_path = workdir / RESULTS_FILENAME
   difficulty_path = workdir / DIFFICULTY_FILENAME
   summary = SweepSummary([], [], [], [], [], [])
@@ -503,8 +509,9 @@ def run_sweep(config: SweepConfig, runs: Sequence[RunSpec], workdir, *,
     try:
       outcome = run_one(config, run, run_dir)
     except TrainingDiverged as e:
-      run_dir.mkdir(parents=True, exist_ok=True)
-      atomic_write(run_dir / DIVERGED_FILENAME, str(e) + '\n')
+      if distributed.is_chief():
+        run_dir.mkdir(parents=True, exist_ok=True)
+        atomic_write(run_dir / DIVERGED_FILENAME, str(e) + '\n')
       log(f'{where}: {e}')
       summary.diverged.append(run)
       continue

@@ -16,6 +16,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 import jax
 
 from vcrnn_jax.files import atomic_write
+from vcrnn_jax.training import distributed
 from vcrnn_jax.training.checkpoint import Checkpointer
 from vcrnn_jax.training.metric_writer import read_metrics
 
@@ -69,6 +70,9 @@ def check_manifest(workdir, settings: Mapping[str, Any],
     mutable: the settings that may change between invocations (a longer
       ``steps`` continues every run, evaluation settings change no number).
 
+  In a run of several processes every process checks and process 0 alone
+  writes.
+
   Raises:
     ValueError: a setting that changes the numbers (model, task, batch size,
       learning rate, ...) differs from the one the workdir was made with.
@@ -87,7 +91,8 @@ def check_manifest(workdir, settings: Mapping[str, Any],
       raise ValueError(
           f'{path.parent} holds a sweep made with other settings: '
           f'{", ".join(diffs)}; use another workdir, or the same settings.')
-  atomic_write(path, json.dumps(current, indent=2, sort_keys=True) + '\n')
+  if distributed.is_chief():
+    atomic_write(path, json.dumps(current, indent=2, sort_keys=True) + '\n')
 
 
 # ----------------------------------------------------------------------------
@@ -178,7 +183,11 @@ def upsert_rows(path, fields: Sequence[str], rows: Sequence[Mapping[str, Any]],
     rows: the new rows (dicts with at least ``fields``).
     key: the columns that identify a run (default: ACT's task, act, tau,
       seed).
+
+  In a run of several processes only process 0 writes (the others return).
   """
+  if not distributed.is_chief():
+    return
   path = pathlib.Path(path)
   existing = read_rows(path)
   if existing and list(existing[0]) != list(fields):
@@ -245,6 +254,9 @@ def read_wall_seconds(run_dir: pathlib.Path) -> float:
 
 
 def add_wall_seconds(run_dir: pathlib.Path, seconds: float) -> None:
+  """Adds ``seconds`` to the run's wall time (process 0 writes it)."""
+  if not distributed.is_chief():
+    return
   run_dir.mkdir(parents=True, exist_ok=True)
   total = read_wall_seconds(run_dir) + seconds
   atomic_write(run_dir / RUN_INFO_FILENAME,

@@ -186,7 +186,11 @@ class Checkpointer:
     ckpt.save(step, state)
     ckpt.close()
 
-  The checkpointer is meant for a single process writing one directory.
+  In a run of several processes (``jax.distributed``) every process opens
+  the same directory (a filesystem they all share) and calls ``save`` and
+  ``restore_latest`` at the same points, as Orbax's multi-process protocol
+  requires: process 0 writes the (host, replicated) arrays and finalizes the
+  checkpoint, the others wait at Orbax's barriers, and all of them read it.
   """
 
   def __init__(self, directory: str | os.PathLike[str], *,
@@ -477,7 +481,8 @@ class Checkpointer:
 
   def _set_aside(self, step: int) -> None:
     src = self._directory / str(step)
-    if not src.exists():
+    # One process renames, for all (the others skipped the same checkpoint).
+    if jax.process_index() != 0 or not src.exists():
       return
     dst = src.with_name(src.name + _UNREADABLE_SUFFIX)
     n = 1

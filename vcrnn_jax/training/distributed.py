@@ -1,4 +1,4 @@
-"""Several processes training one model: start-up, roles and failures.
+"""Several processes training one model: start-up, agreement and failures.
 
 A run of N processes (one per host, or several on one machine) is the same
 command started N times with ``--coordinator_address=HOST:PORT
@@ -6,16 +6,88 @@ command started N times with ``--coordinator_address=HOST:PORT
 JAX detects). :func:`initialize` connects them; from then on ``jax.devices()``
 spans every process and :func:`vcrnn_jax.training.train_and_evaluate` splits
 each global batch over all of them.
+
+The contract the training stack keeps on top of ``jax.distributed``:
+
+* One workdir, on a filesystem every process sees (:func:`check_shared_folder`
+  proves it before training). Process 0 (:func:`is_chief`) alone writes the
+  run's files; every process takes part in each Orbax save and restore.
+* Decisions that could differ between processes (do the flags match the
+  workdir's run, which checkpoint was restored) are taken on the values of
+  every process (:func:`agree`) and, when they fail, raise the same
+  :class:`AgreedError` on every process.
+* No process waits for a peer that is gone. A watchdog thread in each process
+  beats every ``BEAT_S`` seconds through the coordination service's key-value
+  store and watches the others' beats. A process that fails calls
+  :func:`abort_peers` with its one-line error; the others print
+  ``process I failed: <its line>`` and exit with status 1. A process killed
+  outright stops beating and is declared gone after ``STALE_S`` seconds (in
+  ``GRACE_S`` if it dies inside a collective: the others' all-reduce fails on
+  the closed socket). The watchdog ends its process with ``os._exit``: the
+  main thread may be blocked inside a collective, where no Python exception
+  can reach it. Losing process 0, which hosts JAX's coordination service,
+  ends the others at once, through JAX itself: its client aborts the process
+  (status 134) with its own fatal-error message (jax offers no hook to
+  replace it); the watchdog's own line comes only where JAX is slower.
+
+Example (two processes on one machine)::
+
+  python -m experiments.act_parity --workdir=/tmp/run \\
+      --coordinator_address=127.0.0.1:12345 --num_processes=2 --process_id=0 &
+  python -m experiments.act_parity --workdir=/tmp/run \\
+      --coordinator_address=127.0.0.1:12345 --num_processes=2 --process_id=1
 """
 
+import inspect
+import itertools
+import json
+import logging
+import os
+import pathlib
 import re
-from typing import Optional
+import socket
+import sys
+import threading
+import time
+import uuid
+from typing import Callable, Optional, Sequence
 
 import jax
 
+# How often each process beats, and how long a silent process may stay
+# silent before the others declare it gone. A Python thread beats, so the
+# silence must cover the longest time it can be starved of the GIL; on a
+# loaded 2-core machine that was 1.2 s, during an XLA compilation.
+BEAT_S = 0.5
+STALE_S = 10.0
+# How long a failing process waits for its peers to read its message before
+# it exits (process 0 hosts the key-value store: once it exits, nobody can).
+ACK_S = 5.0
+# After an error in a collective, how long to look for the peer that caused
+# it before reporting the error itself.
+GRACE_S = 3.0
+# Default --connect_timeout: how long the processes wait for each other at
+# start-up.
+CONNECT_TIMEOUT_S = 120
+# jax's own connection timeout and shutdown barrier, both a backstop behind
+# ours (they end the process with a C++ fatal error, not one line).
+_JAX_CONNECT_MARGIN_S = 60
+_SHUTDOWN_TIMEOUT_S = 60
+# An agreement that is not reached in this long (a peer alive but elsewhere
+# in the program) is an error rather than a hang.
+AGREE_TIMEOUT_S = 600.0
 
-class PeerFailed(RuntimeError):
-  """Another process of the run failed; this one stops too."""
+_PREFIX = 'vcrnn_jax'
+_RESUME = ('Stopping; rerun the same command on every process to resume from '
+           'the last checkpoint.')
+
+
+class AgreedError(ValueError):
+  """A bad setting found on the values of every process.
+
+  Raised with the same message on every process of the run at the same
+  point, so no process has to stop the others: they all stop by themselves.
+  """
 
 
 _ADDRESS = re.compile(r'^\[?[^\s\]]+\]?:(\d{1,5})$')
@@ -48,21 +120,365 @@ def _check(coordinator_address, num_processes, process_id, auto) -> bool:
   return True
 
 
+def _use_gloo_on_cpu() -> None:
+  """Gives the CPU backend cross-process collectives (gloo over TCP).
+
+  Without them a CPU computation spanning processes fails. Newer jax
+  versions default to gloo; older ones named the option differently or had
+  none (then GPU/TPU runs still work). A choice the user made (``mpi``) is
+  kept.
+  """
+  values = jax.config.values
+  if 'jax_cpu_collectives_implementation' in values:
+    if values['jax_cpu_collectives_implementation'] in (None, 'none', ''):
+      jax.config.update('jax_cpu_collectives_implementation', 'gloo')
+  elif 'jax_cpu_enable_gloo_collectives' in values:
+    jax.config.update('jax_cpu_enable_gloo_collectives', True)
+
+
+def _initialize_kwargs(timeout_s: float) -> dict:
+  """The timeouts this jax version's ``jax.distributed.initialize`` takes."""
+  accepted = inspect.signature(jax.distributed.initialize).parameters
+  wanted = {'initialization_timeout': int(timeout_s) + _JAX_CONNECT_MARGIN_S,
+            'shutdown_timeout_seconds': _SHUTDOWN_TIMEOUT_S}
+  return {k: v for k, v in wanted.items() if k in accepted}
+
+
+def _reachable(address: str, timeout_s: float = 1.0) -> bool:
+  host, port = address.rsplit(':', 1)
+  try:
+    with socket.create_connection((host.strip('[]'), int(port)),
+                                  timeout=timeout_s):
+      return True
+  except OSError:
+    return False
+
+
+def _write_line(line: str) -> None:
+  try:
+    sys.stdout.flush()
+  except (OSError, ValueError):
+    pass
+  try:
+    sys.stderr.write(line + '\n')
+    sys.stderr.flush()
+  except (OSError, ValueError):
+    pass
+
+
+def exit_now(status: int) -> None:
+  """Ends this process at once (no atexit handlers, no shutdown barrier).
+
+  For a process of a failed multi-process run: JAX's shutdown at exit waits
+  for every process at a barrier that peers which already exited never
+  reach.
+  """
+  try:
+    sys.stdout.flush()
+    sys.stderr.flush()
+  except (OSError, ValueError):
+    pass
+  os._exit(status)  # pylint: disable=protected-access
+
+
+class _Run:
+  """This process's view of a multi-process run, and its watchdog."""
+
+  def __init__(self, client, process_id: int, num_processes: int,
+               address: str, prefix: str):
+    self.client = client
+    self.pid = process_id
+    self.n = num_processes
+    self.address = address
+    self.prefix = prefix         # the start of the lines this process prints
+    self.aborting = False        # the main thread owns the exit
+    self.exiting = False         # the watchdog is ending the process
+    self.counter = itertools.count()
+    self.stop = threading.Event()
+    self.thread = threading.Thread(target=self._watch, daemon=True,
+                                   name='vcrnn_jax-watchdog')
+    self.beat_seen: dict = {}    # pid -> (beat value, monotonic time seen)
+
+  def key(self, *parts) -> str:
+    return '/'.join((_PREFIX,) + tuple(str(p) for p in parts))
+
+  def entries(self) -> dict:
+    # One round trip returns every key of the run: beats, aborts, acks, ends.
+    return dict(self.client.key_value_dir_get(_PREFIX + '/'))
+
+  def set(self, key: str, value: str) -> None:
+    self.client.key_value_set(key, value, allow_overwrite=True)
+
+  # -- the watchdog thread --------------------------------------------------
+
+  def _watch(self) -> None:
+    beat = 0
+    unreachable_since = None
+    now = time.monotonic()
+    self.beat_seen = {j: (None, now) for j in range(self.n) if j != self.pid}
+    while not self.stop.wait(BEAT_S):
+      now = time.monotonic()
+      try:
+        self.set(self.key('beat', self.pid), str(beat))
+        beat += 1
+        entries = self.entries()
+      except Exception:  # pylint: disable=broad-exception-caught
+        # Any error talking to the coordination service: it is in process
+        # 0, so that process is gone (or this machine lost the network).
+        if self.stop.is_set() or self.pid == 0:
+          continue
+        unreachable_since = unreachable_since or now
+        if now - unreachable_since >= 2 * BEAT_S:
+          self._die(f'lost process 0 (the coordinator at {self.address}): it '
+                    f'exited or was killed. {_RESUME}')
+        continue
+      unreachable_since = None
+      if self.aborting:
+        continue
+      failed = self._first_abort(entries)
+      if failed is not None:
+        j, message = failed
+        self._die(f'process {j} failed: {message}', ack=True)
+      for j, (value, since) in list(self.beat_seen.items()):
+        if entries.get(self.key('stopped', j)) is not None:
+          continue
+        current = entries.get(self.key('beat', j))
+        if current != value:
+          self.beat_seen[j] = (current, now)
+        elif now - since > STALE_S:
+          message = (f'process {j} stopped responding for {now - since:.0f} '
+                     f's (killed, or its machine is down). {_RESUME}')
+          try:
+            self.set(self.key('abort', self.pid), message)
+          except Exception:  # pylint: disable=broad-exception-caught
+            pass
+          self._die(message)
+
+  def _first_abort(self, entries: dict):
+    for j in range(self.n):
+      if j != self.pid:
+        message = entries.get(self.key('abort', j))
+        if message is not None:
+          return j, message
+    return None
+
+  def _die(self, line: str, ack: bool = False) -> None:
+    self.exiting = True
+    _write_line(f'{self.prefix}{line}')
+    if ack:
+      try:
+        self.set(self.key('ack', self.pid), '1')
+      except Exception:  # pylint: disable=broad-exception-caught
+        pass
+    exit_now(1)
+
+  # -- the main thread ------------------------------------------------------
+
+  def wait_for(self, keys: Sequence[str], what: str,
+               timeout_s: Optional[float] = AGREE_TIMEOUT_S) -> list:
+    """The values of ``keys``, once all are set (dead peers: the watchdog)."""
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    values = []
+    for key in keys:
+      while True:
+        try:
+          values.append(self.client.blocking_key_value_get(key, 1000))
+          break
+        except Exception:  # pylint: disable=broad-exception-caught
+          # Not there yet (or the coordinator is gone: the watchdog ends
+          # this process within a beat).
+          if deadline is not None and time.monotonic() > deadline:
+            raise AgreedError(
+                f'the processes did not all reach {what} within '
+                f'{timeout_s:.0f} s; start every process with the same '
+                'command (only --process_id differs).') from None
+    return values
+
+  def abort(self, message: str) -> None:
+    self.aborting = True
+    try:
+      self.set(self.key('abort', self.pid), message)
+    except Exception:  # pylint: disable=broad-exception-caught
+      return        # No coordinator: the peers see that by themselves.
+    deadline = time.monotonic() + ACK_S
+    while time.monotonic() < deadline:
+      try:
+        entries = self.entries()
+      except Exception:  # pylint: disable=broad-exception-caught
+        return
+      if all(self.silent_for(j) > 4 * BEAT_S
+             or any(entries.get(self.key(kind, j)) is not None
+                    for kind in ('ack', 'abort', 'stopped'))
+             for j in range(self.n) if j != self.pid):
+        return
+      time.sleep(0.05)
+
+  def silent_for(self, j: int) -> float:
+    """Seconds since this process last saw process j's beat change."""
+    return time.monotonic() - self.beat_seen.get(j, (None, time.monotonic()))[1]
+
+  def peer_problem(self, grace_s: float) -> Optional[str]:
+    """What a peer did, if anything, that explains an error seen here."""
+    deadline = time.monotonic() + grace_s
+    while True:
+      try:
+        entries = self.entries()
+      except Exception:  # pylint: disable=broad-exception-caught
+        return (f'lost process 0 (the coordinator at {self.address}): it '
+                f'exited or was killed. {_RESUME}') if self.pid != 0 else None
+      failed = self._first_abort(entries)
+      if failed is not None:
+        return f'process {failed[0]} failed: {failed[1]}'
+      if time.monotonic() >= deadline:
+        break
+      time.sleep(0.1)
+    # A peer killed outright left no message; its beat is the oldest, and
+    # older than a live one's can be.
+    silent = [j for j in sorted(self.beat_seen)
+              if self.silent_for(j) > 4 * BEAT_S
+              and entries.get(self.key('stopped', j)) is None]
+    if silent:
+      return (f'lost process {silent[0]} (it was killed, or its machine is '
+              f'down). {_RESUME}')
+    return None
+
+  def finish(self) -> None:
+    self.set(self.key('done', self.pid), '1')
+    self.wait_for([self.key('done', j) for j in range(self.n)],
+                  'the end of the run', timeout_s=None)
+    self.close()
+
+  def close(self) -> None:
+    if self.stop.is_set():
+      return
+    try:
+      self.set(self.key('stopped', self.pid), '1')
+    except Exception:  # pylint: disable=broad-exception-caught
+      pass
+    self.stop.set()
+    self.thread.join(timeout=2 * BEAT_S + 1)
+
+
+_RUN: Optional[_Run] = None
+
+
+def _client():
+  # The coordination service's client, which Orbax uses as well; jax keeps
+  # it in a private module (there is no public accessor).
+  from jax._src import distributed as jax_distributed  # pylint: disable=g-import-not-at-top
+  return jax_distributed.global_state.client
+
+
+def _start_timer(timeout_s: float, message: Callable[[], str]
+                 ) -> threading.Event:
+  """Ends the process with one line if start-up takes longer than timeout_s.
+
+  jax's own connection timeout ends the process with a C++ fatal error and a
+  stack trace; this fires first. The connection releases the GIL, so the
+  timer thread runs while the main thread waits in it.
+  """
+  done = threading.Event()
+
+  def watch():
+    if not done.wait(timeout_s):
+      _write_line(message())
+      exit_now(2)
+
+  threading.Thread(target=watch, daemon=True,
+                   name='vcrnn_jax-connect-timer').start()
+  return done
+
+
 def initialize(coordinator_address: Optional[str] = None,
                num_processes: Optional[int] = None,
                process_id: Optional[int] = None, *,
-               auto: bool = False) -> None:
+               auto: bool = False,
+               timeout_s: float = CONNECT_TIMEOUT_S,
+               error_prefix: str = '') -> bool:
   """Joins a multi-process run, or does nothing for a single process.
 
+  Must run before anything touches a JAX device. Sets the CPU collectives to
+  gloo (so CPU processes can all-reduce), connects to the coordinator (process
+  0 starts it), and starts the watchdog described in the module docstring.
+
+  Args:
+    coordinator_address: ``HOST:PORT`` of process 0; None with the other
+      two None: one process.
+    num_processes: how many processes the run has.
+    process_id: this process, in ``0..num_processes-1``.
+    auto: let JAX detect the three from the cluster (SLURM, Open MPI, TPU
+      pods) instead.
+    timeout_s: how long to wait for every process to join. Past it the
+      process prints one line (``error_prefix`` and the reason) and exits
+      with status 2.
+    error_prefix: the start of every line this module prints before ending
+      the process, e.g. ``'act_parity: error: '``.
+
+  Returns:
+    Whether this is a run of several processes.
+
   Raises:
-    ValueError: bad or incomplete settings.
+    ValueError: bad or incomplete settings, or ``auto`` found no cluster.
   """
+  global _RUN
   if not _check(coordinator_address, num_processes, process_id, auto):
-    return
+    return False
+  if timeout_s <= 0:
+    raise ValueError(f'--connect_timeout must be > 0, got {timeout_s}.')
+  _use_gloo_on_cpu()
+  # Its INFO lines ("Starting JAX distributed service") are not for users.
+  logging.getLogger('jax._src.distributed').setLevel(logging.WARNING)
+  kwargs = _initialize_kwargs(timeout_s)
   if auto:
-    jax.distributed.initialize()
+    where = 'the coordinator JAX detected'
+
+    def late():
+      return (f'{error_prefix}the processes of this cluster job did not all '
+              f'join within {timeout_s:g} s (--connect_timeout).')
+    timer = _start_timer(timeout_s, late)
+    try:
+      jax.distributed.initialize(**kwargs)
+    except (ValueError, RuntimeError) as e:
+      timer.set()
+      said = str(e).splitlines()[0].rstrip('.') if str(e) else type(e).__name__
+      raise ValueError(
+          '--distributed found no cluster job to join (JAX detects SLURM, '
+          f'Open MPI and TPU pods; it said: {said}); pass '
+          '--coordinator_address, --num_processes and --process_id '
+          'instead.') from None
   else:
-    jax.distributed.initialize(coordinator_address, num_processes, process_id)
+    where = coordinator_address
+
+    def late():
+      if process_id != 0 and not _reachable(coordinator_address):
+        reason = (f'nothing answers at {coordinator_address}: start process '
+                  '0 there with the same --coordinator_address (a HOST:PORT '
+                  'of its machine that this one can reach)')
+      else:
+        reason = (f'not all {num_processes} processes joined at '
+                  f'{coordinator_address}: start --num_processes='
+                  f'{num_processes} processes, --process_id=0..'
+                  f'{num_processes - 1}, with the same --coordinator_address')
+      return (f'{error_prefix}process {process_id} gave up after '
+              f'{timeout_s:g} s (--connect_timeout): {reason}.')
+    timer = _start_timer(timeout_s, late)
+    try:
+      jax.distributed.initialize(coordinator_address, num_processes,
+                                 process_id, **kwargs)
+    except (ValueError, RuntimeError) as e:
+      timer.set()
+      said = str(e).splitlines()[0] if str(e) else type(e).__name__
+      hint = (' (is its port taken by another program?)' if process_id == 0
+              else '')
+      raise ValueError(
+          f'could not start process {process_id} of {num_processes} at '
+          f'{coordinator_address}{hint}: {said}') from None
+  timer.set()
+  count, index = jax.process_count(), jax.process_index()
+  if count > 1:
+    _RUN = _Run(_client(), index, count, where, error_prefix)
+    _RUN.thread.start()
+  return count > 1
 
 
 def is_chief() -> bool:
@@ -70,6 +486,164 @@ def is_chief() -> bool:
   return jax.process_index() == 0
 
 
+def is_multiprocess() -> bool:
+  """Whether :func:`initialize` joined a run of several processes."""
+  return _RUN is not None
+
+
+def agree(name: str, value: str) -> list[str]:
+  """Every process's ``value``, in process order (a gather of strings).
+
+  Every process of the run must call it, in the same order; ``name`` says
+  what is agreed on (a process that reaches another agreement is an error).
+  One process: ``[value]``.
+
+  Raises:
+    AgreedError: the processes are at different agreements, or not all
+      arrive within ``AGREE_TIMEOUT_S``.
+  """
+  if _RUN is None:
+    return [value]
+  n = next(_RUN.counter)
+  _RUN.set(_RUN.key('agree', n, _RUN.pid), json.dumps([name, value]))
+  got = [json.loads(v) for v in _RUN.wait_for(
+      [_RUN.key('agree', n, j) for j in range(_RUN.n)], name)]
+  names = [g[0] for g in got]
+  if len(set(names)) > 1:
+    raise AgreedError(
+        f'the processes are at different points ({", ".join(names)}); start '
+        'every process with the same command (only --process_id differs).')
+  return [g[1] for g in got]
+
+
+def check_everywhere(name: str, check: Callable[[], None]) -> None:
+  """Runs ``check`` on every process; its first refusal stops them all.
+
+  ``check`` raises ``ValueError`` to refuse (a workdir holding another run).
+  Each process checks what it sees; the first message, in process order, is
+  raised on every process as :class:`AgreedError`, so they all stop with the
+  same line. One process: ``check()`` itself.
+
+  Raises:
+    ValueError: from ``check`` (:class:`AgreedError` with several processes).
+  """
+  if _RUN is None:
+    check()
+    return
+  try:
+    check()
+    mine = ''
+  except ValueError as e:
+    mine = str(e).splitlines()[0] if str(e) else type(e).__name__
+  for message in agree(name, mine):
+    if message:
+      raise AgreedError(message)
+
+
+_SHARED_OK: set = set()
+
+
+def check_shared_folder(path) -> None:
+  """Checks that every process sees ``path`` as one folder.
+
+  Process 0 writes a file with a fresh token into ``path`` and every process
+  looks for it (for up to 5 s, for network filesystems), then it is removed.
+  Checkpoints and ``flags.json`` are written once, by process 0, for all.
+  One process: nothing to check.
+
+  Raises:
+    AgreedError: some processes do not see process 0's file.
+  """
+  path = pathlib.Path(path)
+  if _RUN is None or str(path.absolute()) in _SHARED_OK:
+    return
+  written = ''
+  if is_chief():
+    from vcrnn_jax.files import atomic_write  # pylint: disable=g-import-not-at-top
+    token = uuid.uuid4().hex
+    atomic_write(path / f'.shared-check-{token}', token)
+    written = json.dumps([token, str(path)])
+  # Process 0's token, and its name for the folder (for the message).
+  token, chief_path = json.loads(agree('the shared-workdir check', written)[0])
+  probe = path / f'.shared-check-{token}'
+  seen = False
+  deadline = time.monotonic() + 5.0
+  while True:
+    try:
+      seen = probe.read_text() == token
+    except OSError:
+      seen = False
+    if seen or time.monotonic() > deadline:
+      break
+    time.sleep(0.2)
+  views = agree('the shared-workdir result', 'yes' if seen else 'no')
+  if is_chief():
+    try:
+      probe.unlink()
+    except OSError:
+      pass
+  blind = [str(j) for j, v in enumerate(views) if v != 'yes']
+  if blind:
+    raise AgreedError(
+        f'process{"es" if len(blind) > 1 else ""} {", ".join(blind)} cannot '
+        f'see the file process 0 wrote in its --workdir ({chief_path}): '
+        '--workdir must be one folder that every process shares (a network '
+        'filesystem on several machines).')
+  _SHARED_OK.add(str(path.absolute()))
+
+
 def abort_peers(message: str) -> None:
-  """Tells the other processes of a multi-process run that this one failed."""
-  del message
+  """Tells the other processes that this one failed with ``message``.
+
+  They print ``process I failed: <message>`` and exit with status 1. Waits
+  (at most ``ACK_S``) until each has read it, then returns: the caller
+  exits, with :func:`exit_now` (the peers skip JAX's shutdown barrier).
+  One process: does nothing.
+  """
+  if _RUN is not None:
+    _RUN.abort(message)
+
+
+# What XLA says when a collective loses a peer (the exception type varies:
+# a jit call raises ValueError, a transfer JaxRuntimeError).
+_LOST_PEER = re.compile(r'gloo|nccl|mpi|collective|all-?reduce|all-?gather|'
+                        r'connection (reset|closed|refused)|socket closed|'
+                        r'unavailable', re.IGNORECASE)
+
+
+def peer_failure(error: BaseException) -> Optional[str]:
+  """The failure of a peer that explains ``error`` here, as one line.
+
+  Looks for a peer's message (:func:`abort_peers`), a lost coordinator or a
+  peer gone silent; after an error that looks like a collective losing its
+  peer, for up to ``GRACE_S`` seconds (the peer may still be writing its
+  message), else only at once. None if nothing explains it (or one
+  process).
+  """
+  if _RUN is None:
+    return None
+  text = f'{type(error).__name__}: {error}'
+  grace = GRACE_S if _LOST_PEER.search(text) else 0.0
+  return _RUN.peer_problem(grace)
+
+
+def exiting() -> bool:
+  """Whether the watchdog is ending this process (print nothing more)."""
+  return _RUN is not None and _RUN.exiting
+
+
+def finish() -> None:
+  """Waits until every process has finished, then stops the watchdog.
+
+  Call it at the end of a successful run, on every process: a process that
+  is done waits here, still watched, for the others (process 0 writing its
+  reports), and JAX's shutdown barrier at exit then finds them all.
+  """
+  if _RUN is not None:
+    _RUN.finish()
+
+
+def stop_watching() -> None:
+  """Stops the watchdog (before an exit that every process makes)."""
+  if _RUN is not None:
+    _RUN.close()

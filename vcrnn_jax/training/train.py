@@ -17,8 +17,9 @@ uninterrupted one bit for bit.
 
 Data parallelism: the batch (and a carried state) is sharded over all devices
 along a ``'data'`` mesh axis (``NamedSharding``), params and optimizer state
-are replicated, and XLA inserts the gradient all-reduce. Several processes:
-see :mod:`vcrnn_jax.training.distributed`.
+are replicated, and XLA inserts the gradient all-reduce. Several processes
+(:mod:`vcrnn_jax.training.distributed`) extend the mesh over every process's
+devices: the same global batch, split over more devices.
 """
 
 import dataclasses
@@ -34,6 +35,7 @@ import optax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from vcrnn_jax.core import check_positive_int
+from vcrnn_jax.training import distributed
 from vcrnn_jax.training.checkpoint import Checkpointer
 from vcrnn_jax.training.metric_writer import MetricsWriter
 from vcrnn_jax.training.progress import Progress, summary_table
@@ -219,18 +221,39 @@ def prepare_workdir(workdir) -> pathlib.Path:
   return path
 
 
+def _put(leaf: Any, target: NamedSharding) -> jax.Array:
+  """A host value (the same on every process) as a global array."""
+  if jax.process_count() == 1:
+    return jax.device_put(leaf, target)
+  # Each process places only the slices its own devices hold.
+  host = np.asarray(leaf)
+  return jax.make_array_from_callback(host.shape, target,
+                                      lambda idx: host[idx])
+
+
 def _shard_batch(batch: Any, sharding: NamedSharding,
                  replicated: NamedSharding) -> Any:
   # Leaves with a batch axis are split over the devices; scalars (a reset
   # flag) are replicated.
-  def put(leaf):
-    target = sharding if np.ndim(leaf) else replicated
-    if jax.process_count() == 1:
-      return jax.device_put(leaf, target)
-    host = np.asarray(leaf)
-    return jax.make_array_from_callback(host.shape, target,
-                                        lambda idx: host[idx])
-  return jax.tree_util.tree_map(put, batch)
+  return jax.tree_util.tree_map(
+      lambda leaf: _put(leaf, sharding if np.ndim(leaf) else replicated),
+      batch)
+
+
+def _to_host(tree: Any) -> Any:
+  """Every leaf as a numpy array of its global value.
+
+  A leaf split over the devices of several processes (a carried state) is
+  gathered; a replicated one (params) is read from a local device.
+  """
+  def get(leaf):
+    if isinstance(leaf, jax.Array) and not leaf.is_fully_addressable:
+      if leaf.is_fully_replicated:
+        return np.asarray(leaf.addressable_data(0))
+      from jax.experimental import multihost_utils  # pylint: disable=g-import-not-at-top
+      return np.asarray(multihost_utils.process_allgather(leaf, tiled=True))
+    return jax.device_get(leaf)
+  return jax.tree_util.tree_map(get, tree)
 
 
 def run_keys(seed: int) -> tuple[jax.Array, jax.Array, jax.Array]:
@@ -306,12 +329,20 @@ def train_and_evaluate(experiment: Experiment, config: TrainConfig,
     config: its hyperparameters.
     workdir: the run's folder (created if missing).
     on_checkpoint: called with the step after every checkpoint is saved, on
-      the process that writes files (the binaries record their run-defining
-      flags there: a workdir without a checkpoint holds no run).
+      every process (the binaries record their run-defining flags there: a
+      workdir without a checkpoint holds no run; only process 0 writes).
+
+  Several processes (:mod:`vcrnn_jax.training.distributed`): every process
+  calls this with the same arguments and one ``workdir`` they all see. Each
+  builds the batch of each step from ``(data key, step)`` and feeds its own
+  devices' rows, so the numbers do not depend on the number of processes;
+  all of them save and restore the checkpoints together, and process 0 alone
+  writes the metrics, the progress bar and the summary.
 
   Raises:
     ValueError: a bad config or workdir, or a batch size the devices do not
-      divide.
+      divide (:class:`distributed.AgreedError`, on every process, for a
+      workdir the processes do not share).
     TrainingDiverged: the loss became NaN/inf; nothing after the last good
       checkpoint was saved.
   """
@@ -332,6 +363,8 @@ def train_and_evaluate(experiment: Experiment, config: TrainConfig,
 
   tx, state = _initial_state(experiment, config)
 
+  # Every process saves and restores with Orbax, in one shared folder.
+  distributed.check_shared_folder(workdir)
   checkpointer = Checkpointer(workdir / 'checkpoints',
                               max_to_keep=config.keep_checkpoints)
   restored = checkpointer.restore_latest(state)
@@ -339,10 +372,21 @@ def train_and_evaluate(experiment: Experiment, config: TrainConfig,
   if restored is not None:
     start, state = restored
     state = TrainState(*state)
+  steps = distributed.agree('the restored step', str(start))
+  if len(set(steps)) > 1:
+    raise distributed.AgreedError(
+        f'the processes restored different steps from {workdir / "checkpoints"}'
+        f' ({", ".join(steps)} on processes 0..{len(steps) - 1}): --workdir '
+        'must be one folder that every process shares.')
   state_sharding = TrainState(
       replicated, replicated, replicated, replicated,
       batch_sharding if has_carry else None)
-  state = jax.device_put(state, state_sharding)
+  if jax.process_count() == 1:
+    state = jax.device_put(state, state_sharding)
+  else:
+    state = jax.tree_util.tree_map(
+        lambda target, part: jax.tree_util.tree_map(
+            lambda leaf: _put(leaf, target), part), state_sharding, state)
   writer = MetricsWriter(workdir, resume_step=start) if is_chief else None
 
   def train_step(state: TrainState, batch):
@@ -396,10 +440,14 @@ def train_and_evaluate(experiment: Experiment, config: TrainConfig,
 
   if restored is not None:
     say(f'Resumed from step {start} ({workdir / "checkpoints"}).')
+  # The batch of a step is sampled from host values on this process's own
+  # default device: from the state's arrays (which span every process) the
+  # sampler would be a computation of all processes, synchronised each step.
+  data_key = _to_host(state.data_key)
   try:
     step = start
     while step < config.steps:
-      batch = _shard_batch(experiment.sample(state.data_key, state.step),
+      batch = _shard_batch(experiment.sample(data_key, np.int32(step)),
                            batch_sharding, replicated)
       state, loss, metrics = train_step(state, batch)
       step += 1
@@ -431,9 +479,9 @@ def train_and_evaluate(experiment: Experiment, config: TrainConfig,
             f'{k}={v:.4g}' for k, v in results.items()))
         rate_ref = None
       if do_save:
-        checkpointer.save(step, jax.device_get(state))
+        checkpointer.save(step, _to_host(state))
         last_saved = step
-        if on_checkpoint is not None and is_chief:
+        if on_checkpoint is not None:
           on_checkpoint(step)
         rate_ref = None
   finally:
@@ -459,5 +507,4 @@ def train_and_evaluate(experiment: Experiment, config: TrainConfig,
     rows.update({k: f'{v:.4g}' for k, v in last_eval.items()})
     rows['workdir'] = str(workdir)
     print(summary_table(rows, title=config.desc), flush=True)
-  return TrainResult(jax.device_get(state.params), final_step, last_eval,
-                     history)
+  return TrainResult(_to_host(state.params), final_step, last_eval, history)
