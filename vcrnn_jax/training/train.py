@@ -350,7 +350,8 @@ def train_and_evaluate(experiment: Experiment, config: TrainConfig,
   workdir = prepare_workdir(workdir)
   devices = np.array(jax.devices())
   if config.batch_size % devices.size:
-    raise ValueError(
+    # Every process finds this alike (AgreedError is a ValueError).
+    raise distributed.AgreedError(
         f'batch_size={config.batch_size} must be divisible by the number of '
         f'devices ({devices.size}).')
   mesh = Mesh(devices, ('data',))
