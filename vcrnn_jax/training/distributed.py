@@ -53,6 +53,9 @@ import uuid
 from typing import Callable, Optional, Sequence
 
 import jax
+from jax._src import distributed as jax_distributed
+
+from vcrnn_jax.files import atomic_write
 
 # How often each process beats, and how long a silent process may stay
 # silent before the others declare it gone. A Python thread beats, so the
@@ -331,7 +334,8 @@ class _Run:
 
   def silent_for(self, j: int) -> float:
     """Seconds since this process last saw process j's beat change."""
-    return time.monotonic() - self.beat_seen.get(j, (None, time.monotonic()))[1]
+    now = time.monotonic()
+    return now - self.beat_seen.get(j, (None, now))[1]
 
   def peer_problem(self, grace_s: float) -> Optional[str]:
     """What a peer did, if anything, that explains an error seen here."""
@@ -380,7 +384,6 @@ _RUN: Optional[_Run] = None
 def _client():
   # The coordination service's client, which Orbax uses as well; jax keeps
   # it in a private module (there is no public accessor).
-  from jax._src import distributed as jax_distributed  # pylint: disable=g-import-not-at-top
   return jax_distributed.global_state.client
 
 
@@ -574,7 +577,6 @@ def check_shared_folder(path) -> None:
     return
   written = ''
   if is_chief():
-    from vcrnn_jax.files import atomic_write  # pylint: disable=g-import-not-at-top
     token = uuid.uuid4().hex
     atomic_write(path / f'.shared-check-{token}', token)
     written = json.dumps([token, str(path)])

@@ -32,6 +32,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+from jax.experimental import multihost_utils
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from vcrnn_jax.core import check_positive_int
@@ -250,7 +251,6 @@ def _to_host(tree: Any) -> Any:
     if isinstance(leaf, jax.Array) and not leaf.is_fully_addressable:
       if leaf.is_fully_replicated:
         return np.asarray(leaf.addressable_data(0))
-      from jax.experimental import multihost_utils  # pylint: disable=g-import-not-at-top
       return np.asarray(multihost_utils.process_allgather(leaf, tiled=True))
     return jax.device_get(leaf)
   return jax.tree_util.tree_map(get, tree)
