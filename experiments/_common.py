@@ -103,6 +103,7 @@ def run(main: Callable) -> None:
     try:
       _start_processes()
       main(argv)
+      distributed.finish()
     except distributed.AgreedError as e:
       fail(_first_line(e), everywhere=True)
     except TrainingDiverged as e:
@@ -113,7 +114,6 @@ def run(main: Callable) -> None:
            'checkpoint.', status=130)
     except Exception as e:  # pylint: disable=broad-exception-caught
       _error(e)
-    distributed.finish()
   app.run(guarded, flags_parser=_parse)
 
 

@@ -245,6 +245,9 @@ def test_bad_runs_of_two_processes_end_in_one_line_each(tmp_path):
                        tmp_path, 'flags', per_process={1: ['--tau=0.02']})
   not_shared = _start('act_parity', args, tmp_path, 'shared', per_process={
       0: [f'--workdir={tmp_path / "b0"}'], 1: [f'--workdir={tmp_path / "b1"}']})
+  odd_batch = _start('act_parity', args + ['--batch_size=15',
+                                           f'--workdir={tmp_path / "d"}'],
+                     tmp_path, 'odd')
   (tmp_path / 'c' / 'metrics.jsonl').mkdir(parents=True)   # unwritable
   one_fails = _start('act_parity', args + [f'--workdir={tmp_path / "c"}'],
                      tmp_path, 'fails')
@@ -267,6 +270,12 @@ def test_bad_runs_of_two_processes_end_in_one_line_each(tmp_path):
   lines = {run.last_line() for run in not_shared}
   assert len(lines) == 1 and 'cannot see the file process 0 wrote' in \
       lines.pop()
+  # A batch the two devices cannot share: the same line on both.
+  for run in odd_batch:
+    assert run.wait() == 2, run.stderr[-2000:]
+  assert {run.last_line() for run in odd_batch} == {
+      'act_parity: error: batch_size=15 must be divisible by the number of '
+      'devices (2).'}
   # An error in process 0 alone ends process 1 too, naming it.
   assert one_fails[0].wait() == 2
   assert one_fails[0].last_line() == (
@@ -279,5 +288,5 @@ def test_bad_runs_of_two_processes_end_in_one_line_each(tmp_path):
   assert alone.wait() == 2
   assert 'nothing answers at 127.0.0.1:' in alone.last_line()
   assert alone.ended - started < 60
-  for run in other_flags + not_shared + one_fails + [alone]:
+  for run in other_flags + not_shared + odd_batch + one_fails + [alone]:
     assert 'Traceback' not in run.stderr, run.stderr[-2000:]

@@ -53,6 +53,9 @@ import uuid
 from typing import Callable, Optional, Sequence
 
 import jax
+from jax._src import distributed as jax_distributed
+
+from vcrnn_jax.files import atomic_write
 
 # How often each process beats, and how long a silent process may stay
 # silent before the others declare it gone. A Python thread beats, so the
@@ -274,25 +277,41 @@ class _Run:
 
   # -- the main thread ------------------------------------------------------
 
-  def wait_for(self, keys: Sequence[str], what: str,
-               timeout_s: Optional[float] = AGREE_TIMEOUT_S) -> list:
-    """The values of ``keys``, once all are set (dead peers: the watchdog)."""
+  def gather(self, parts: Sequence, what: str,
+             timeout_s: Optional[float] = AGREE_TIMEOUT_S,
+             poll_s: float = 0.05) -> list:
+    """Every process's value under ``<parts>/<process>``, once all are set.
+
+    A peer that dies meanwhile is the watchdog's business; a peer that ended
+    normally (``stopped``) without setting its value never will, and neither
+    may a peer still alive after ``timeout_s`` (None: no limit).
+
+    Raises:
+      ValueError: naming the process that will not set its value.
+    """
+    keys = [self.key(*parts, j) for j in range(self.n)]
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
-    values = []
-    for key in keys:
-      while True:
-        try:
-          values.append(self.client.blocking_key_value_get(key, 1000))
-          break
-        except Exception:  # pylint: disable=broad-exception-caught
-          # Not there yet (or the coordinator is gone: the watchdog ends
-          # this process within a beat).
-          if deadline is not None and time.monotonic() > deadline:
-            raise AgreedError(
-                f'the processes did not all reach {what} within '
-                f'{timeout_s:.0f} s; start every process with the same '
-                'command (only --process_id differs).') from None
-    return values
+    values = [None] * self.n
+    while True:
+      try:
+        entries = self.entries()
+      except Exception:  # pylint: disable=broad-exception-caught
+        entries = None   # The coordinator is gone: the watchdog ends this.
+      if entries is not None:
+        values = [entries.get(k) for k in keys]
+        if all(v is not None for v in values):
+          return values
+        for j, value in enumerate(values):
+          if value is None and entries.get(self.key('stopped', j)):
+            raise ValueError(f'process {j} ended before {what}; see its '
+                             'error.')
+      if deadline is not None and time.monotonic() > deadline:
+        late = [str(j) for j, v in enumerate(values) if v is None]
+        raise ValueError(
+            f'process {", ".join(late)} did not reach {what} within '
+            f'{timeout_s:.0f} s; start every process with the same command '
+            '(only --process_id differs).')
+      time.sleep(poll_s)
 
   def abort(self, message: str) -> None:
     self.aborting = True
@@ -315,7 +334,8 @@ class _Run:
 
   def silent_for(self, j: int) -> float:
     """Seconds since this process last saw process j's beat change."""
-    return time.monotonic() - self.beat_seen.get(j, (None, time.monotonic()))[1]
+    now = time.monotonic()
+    return now - self.beat_seen.get(j, (None, now))[1]
 
   def peer_problem(self, grace_s: float) -> Optional[str]:
     """What a peer did, if anything, that explains an error seen here."""
@@ -344,8 +364,7 @@ class _Run:
 
   def finish(self) -> None:
     self.set(self.key('done', self.pid), '1')
-    self.wait_for([self.key('done', j) for j in range(self.n)],
-                  'the end of the run', timeout_s=None)
+    self.gather(['done'], 'the end of the run', timeout_s=None, poll_s=0.2)
     self.close()
 
   def close(self) -> None:
@@ -365,7 +384,6 @@ _RUN: Optional[_Run] = None
 def _client():
   # The coordination service's client, which Orbax uses as well; jax keeps
   # it in a private module (there is no public accessor).
-  from jax._src import distributed as jax_distributed  # pylint: disable=g-import-not-at-top
   return jax_distributed.global_state.client
 
 
@@ -499,15 +517,15 @@ def agree(name: str, value: str) -> list[str]:
   One process: ``[value]``.
 
   Raises:
-    AgreedError: the processes are at different agreements, or not all
-      arrive within ``AGREE_TIMEOUT_S``.
+    AgreedError: the processes are at different agreements.
+    ValueError: a process ended, or did not arrive within
+      ``AGREE_TIMEOUT_S``.
   """
   if _RUN is None:
     return [value]
   n = next(_RUN.counter)
   _RUN.set(_RUN.key('agree', n, _RUN.pid), json.dumps([name, value]))
-  got = [json.loads(v) for v in _RUN.wait_for(
-      [_RUN.key('agree', n, j) for j in range(_RUN.n)], name)]
+  got = [json.loads(v) for v in _RUN.gather(['agree', n], name)]
   names = [g[0] for g in got]
   if len(set(names)) > 1:
     raise AgreedError(
@@ -559,7 +577,6 @@ def check_shared_folder(path) -> None:
     return
   written = ''
   if is_chief():
-    from vcrnn_jax.files import atomic_write  # pylint: disable=g-import-not-at-top
     token = uuid.uuid4().hex
     atomic_write(path / f'.shared-check-{token}', token)
     written = json.dumps([token, str(path)])

@@ -32,6 +32,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+from jax.experimental import multihost_utils
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from vcrnn_jax.core import check_positive_int
@@ -250,7 +251,6 @@ def _to_host(tree: Any) -> Any:
     if isinstance(leaf, jax.Array) and not leaf.is_fully_addressable:
       if leaf.is_fully_replicated:
         return np.asarray(leaf.addressable_data(0))
-      from jax.experimental import multihost_utils  # pylint: disable=g-import-not-at-top
       return np.asarray(multihost_utils.process_allgather(leaf, tiled=True))
     return jax.device_get(leaf)
   return jax.tree_util.tree_map(get, tree)
@@ -350,7 +350,8 @@ def train_and_evaluate(experiment: Experiment, config: TrainConfig,
   workdir = prepare_workdir(workdir)
   devices = np.array(jax.devices())
   if config.batch_size % devices.size:
-    raise ValueError(
+    # Every process finds this alike (AgreedError is a ValueError).
+    raise distributed.AgreedError(
         f'batch_size={config.batch_size} must be divisible by the number of '
         f'devices ({devices.size}).')
   mesh = Mesh(devices, ('data',))
