@@ -95,6 +95,21 @@ def _check_finite(name: str, value: Any, positive: bool = False) -> float:
   return float(value)
 
 
+def _step(h: np.ndarray, noise, r_max: int, rotation: np.ndarray):
+  """One observation of Algorithm 2 from ``h = h_{t-1}`` (any leading axes).
+
+  ``noise(r)`` gives ``n_{r+1}`` with ``h``'s shape; rows stop after their
+  own ``R_t`` micro-steps. Returns ``(h_t, R_t, x_t)``.
+  """
+  r_t = np.rint((r_max - 1) * np.sum(h * h, axis=-1)).astype(np.int32) + 1
+  for r in range(int(r_t.max())):
+    stepped = np.tanh(h @ rotation.T + noise(r))
+    h = np.where((r < r_t)[..., None], stepped, h)
+  x = np.stack([np.tanh(h[..., 0] + h[..., 1]),
+                np.tanh(h[..., 0] - h[..., 1])], axis=-1)
+  return h, r_t, x * (r_t / r_max)[..., None]
+
+
 def generate(
     seed: int = 0,
     *,
@@ -145,16 +160,10 @@ def generate(
   depth = np.empty((n, steps), np.int32)
   hs[:, 0] = h
   for t in range(steps):
-    r_t = np.rint((r_max - 1) * np.sum(h * h, axis=-1)).astype(np.int32) + 1
     noise = rng.normal(0.0, std, size=(n, r_cap, 2))
-    for r in range(int(r_t.max())):
-      stepped = np.tanh(h @ rotation.T + noise[:, r])
-      h = np.where((r < r_t)[:, None], stepped, h)
+    h, depth[:, t], xs[:, t] = _step(h, lambda r: noise[:, r], r_max,
+                                     rotation)
     hs[:, t + 1] = h
-    depth[:, t] = r_t
-    xs[:, t, 0] = np.tanh(h[:, 0] + h[:, 1])
-    xs[:, t, 1] = np.tanh(h[:, 0] - h[:, 1])
-    xs[:, t] *= (r_t / r_max)[:, None]
   return Sequences(x=xs, depth=depth, h=hs)
 
 
@@ -216,13 +225,8 @@ def noise_floor(
   variances = []
   for t in range(start, steps):
     h = np.repeat(seqs.h[:, t][:, None], samples, axis=1)      # [n, S, 2]
-    r_t = np.rint((r_max - 1) * np.sum(h * h, axis=-1)).astype(np.int32) + 1
-    for r in range(int(r_t.max())):
-      stepped = np.tanh(h @ rotation.T + rng.normal(0.0, std, h.shape))
-      h = np.where((r < r_t)[..., None], stepped, h)
-    x = np.stack([np.tanh(h[..., 0] + h[..., 1]),
-                  np.tanh(h[..., 0] - h[..., 1])], axis=-1)
-    x *= (r_t / r_max)[..., None]
+    _, _, x = _step(h, lambda r: rng.normal(0.0, std, h.shape), r_max,
+                    rotation)
     variances.append(np.var(x, axis=1, ddof=1).mean())
   return float(np.mean(variances))
 
