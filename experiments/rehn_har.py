@@ -36,6 +36,7 @@ import numpy as np
 from absl import flags
 
 from experiments import _common
+from experiments import _rehn
 from vcrnn_jax import cells
 from vcrnn_jax import data
 from vcrnn_jax.files import atomic_write
@@ -47,18 +48,13 @@ from vcrnn_jax.training import supervised
 flags.DEFINE_string('data_dir', None, 'Folder holding har/UCI HAR Dataset.zip '
                     '(or the unzipped "UCI HAR Dataset"); default: the '
                     'download cache.')
-flags.DEFINE_enum('cell', 'ei_rehn', list(rehn_tasks.CELL_NAMES),
-                  'Recurrent cell of both layers.')
-_common.define_positive_int('hidden_size', 48, 'D_h of each layer (Table 2: '
-                            'EI-REHN 32/40/48, LSTM 16/24/32, RHN 32, RNN '
-                            '32/48).')
+_rehn.define_model_flags(
+    cell_help='Recurrent cell of both layers.',
+    hidden_size=48, hidden_help='D_h of each layer (Table 2: EI-REHN '
+    '32/40/48, LSTM 16/24/32, RHN 32, RNN 32/48).',
+    depth=1, depth_help='Micro-layers of rhn/srhn (Table 2: 1, 2, 3).')
 _common.define_positive_int('layers', 2, 'Stacked recurrent layers (paper: '
                             '2).')
-_common.define_positive_int('depth', 1, 'Micro-layers of rhn/srhn (Table 2: '
-                            '1, 2, 3).')
-_common.define_positive_int('max_depth', 10, 'R_max of srehn and ei_rehn.')
-_common.define_positive_int('hyper_size', None, 'D_z of ei_rehn (default '
-                            'ceil(D_h / 2)).')
 _common.define_seeds('0-4', 'Seeds, one training run each, in this process.')
 _common.define_positive_int('epochs', 100, 'Training epochs (paper: 100).')
 _common.define_positive_int('eval_batch_size', 500, 'Held-out windows per '
@@ -67,26 +63,16 @@ flags.DEFINE_string('table_csv', 'runs/rehn_har/table2.csv', 'CSV that '
                     'collects one row per model and seed; --report prints it '
                     'as Table 2.')
 flags.DEFINE_bool('report', False, 'Only print Table 2 from --table_csv.')
-flags.DEFINE_enum('loop', 'while', ['while', 'scan'], 'Elastic depth loop.')
-_common.define_positive_int('ponder_slots', 8, 'Backward-pass slots of the '
-                            'elastic depth loop.')
 flags.DEFINE_bool('plots', True, 'Write the depth plots (elastic cells).')
-_common.declare_resumable('eval_batch_size', 'table_csv', 'report', 'loop',
-                          'ponder_slots', 'plots')
+_common.declare_resumable('eval_batch_size', 'table_csv', 'report', 'plots')
 _common.define_training_flags(steps=None, batch_size=200, learning_rate=0.0025,
                               eval_every=None, seed_flag=False)
 _common.define_workdir('runs/rehn_har/<model>, one seed=<s> folder per seed')
 flags.adopt_module_key_flags(_common)
+flags.adopt_module_key_flags(_rehn)
 FLAGS = flags.FLAGS
 
 FIELDS = ('params', 'test_accuracy', 'test_loss', 'mean_depth')
-
-
-def spec() -> rehn_tasks.ModelSpec:
-  return rehn_tasks.ModelSpec(
-      cell=FLAGS.cell, hidden_size=FLAGS.hidden_size, depth=FLAGS.depth,
-      max_depth=FLAGS.max_depth, hyper_size=FLAGS.hyper_size,
-      loop=FLAGS.loop, ponder_slots=FLAGS.ponder_slots)
 
 
 def report(path: pathlib.Path) -> str:
@@ -117,7 +103,7 @@ def main(argv):
     print(text)
     atomic_write(table.with_suffix('.md'), text + '\n')
     return
-  model_spec = spec()
+  model_spec = _rehn.model_spec()
   layer = rehn_tasks.build_cell(model_spec)
   if FLAGS.layers > 1:
     cell = cells.stack([rehn_tasks.build_cell(model_spec)

@@ -35,6 +35,7 @@ import pathlib
 from absl import flags
 
 from experiments import _common
+from experiments import _rehn
 from vcrnn_jax.data.dataset import split_counts
 from vcrnn_jax.models import sequence_model
 from vcrnn_jax.tasks import elastic_depth
@@ -42,17 +43,14 @@ from vcrnn_jax.training import distributed
 from vcrnn_jax.training import rehn_tasks
 from vcrnn_jax.training import supervised
 
-flags.DEFINE_enum('cell', 'ei_rehn', list(rehn_tasks.CELL_NAMES),
-                  'Recurrent cell: rnn (Elman), lstm, rhn (per-layer '
-                  'weights), srhn (shared), srehn (shared + elastic gate), '
-                  'ei_rehn (elastic gate + hypernetwork weights).')
-_common.define_positive_int('hidden_size', 20, 'D_h (Table 1: 20/30/40 for '
-                            'RNN, 10/15/20 for LSTM, RHN, EI-REHN).')
-_common.define_positive_int('depth', 5, 'Micro-layers of rhn and srhn (the '
-                            'paper\'s RHN counts: 5; SRHN sweep: 1-6).')
-_common.define_positive_int('max_depth', 10, 'R_max of srehn and ei_rehn.')
-_common.define_positive_int('hyper_size', None, 'D_z of ei_rehn (default '
-                            'ceil(D_h / 2)).')
+_rehn.define_model_flags(
+    cell_help='Recurrent cell: rnn (Elman), lstm, rhn (per-layer weights), '
+    'srhn (shared), srehn (shared + elastic gate), ei_rehn (elastic gate + '
+    'hypernetwork weights).',
+    hidden_size=20, hidden_help='D_h (Table 1: 20/30/40 for RNN, 10/15/20 '
+    'for LSTM, RHN, EI-REHN).',
+    depth=5, depth_help='Micro-layers of rhn and srhn (the paper\'s RHN '
+    'counts: 5; SRHN sweep: 1-6).')
 _common.define_seeds('0-4', 'Seeds, one training run each, in this process '
                      '(paper: five runs per model).')
 _common.define_positive_int('epochs', 100, 'Training epochs (paper: 100).')
@@ -74,28 +72,16 @@ flags.DEFINE_string('table_csv', 'runs/rehn_synthetic/table1.csv', 'CSV that '
                     'model\'s runs); --report prints it as Table 1.')
 flags.DEFINE_bool('report', False, 'Only print Table 1 from --table_csv '
                   '(and write it as Markdown next to it); train nothing.')
-flags.DEFINE_enum('loop', 'while', ['while', 'scan'], 'Elastic depth loop: '
-                  '"while" costs the realized depth; "scan" is the masked '
-                  'reference over R_max.')
-_common.define_positive_int('ponder_slots', 8, 'Backward-pass slots of the '
-                            'elastic depth loop.')
-_common.declare_resumable('eval_batch_size', 'table_csv', 'report', 'loop',
-                          'ponder_slots')
+_common.declare_resumable('eval_batch_size', 'table_csv', 'report')
 _common.define_training_flags(steps=None, batch_size=20, learning_rate=0.01,
                               eval_every=None, seed_flag=False)
 _common.define_workdir('runs/rehn_synthetic/<model>, one seed=<s> folder '
                        'per seed')
 flags.adopt_module_key_flags(_common)
+flags.adopt_module_key_flags(_rehn)
 FLAGS = flags.FLAGS
 
 FIELDS = ('params', 'test_mse_e3', 'valid_mse_e3', 'mean_depth')
-
-
-def spec() -> rehn_tasks.ModelSpec:
-  return rehn_tasks.ModelSpec(
-      cell=FLAGS.cell, hidden_size=FLAGS.hidden_size, depth=FLAGS.depth,
-      max_depth=FLAGS.max_depth, hyper_size=FLAGS.hyper_size,
-      loop=FLAGS.loop, ponder_slots=FLAGS.ponder_slots)
 
 
 def report(path: pathlib.Path) -> str:
@@ -144,7 +130,7 @@ def main(argv):
     out.write_text(text + '\n')
     print(f'wrote {out}')
     return
-  model_spec = spec()
+  model_spec = _rehn.model_spec()
   cell = rehn_tasks.build_cell(model_spec)
   data = elastic_depth.load(FLAGS.data_seed, num_sequences=FLAGS.num_sequences,
                             noise_variance=FLAGS.noise_variance)

@@ -1,0 +1,35 @@
+"""Flags of the EI-REHN binaries' model, defined once (each binary picks its
+own paper defaults for the size and the fixed depth)."""
+
+from absl import flags
+
+from experiments import _common
+from vcrnn_jax.training import rehn_tasks
+
+FLAGS = flags.FLAGS
+
+
+def define_model_flags(*, cell_help: str, hidden_size: int, hidden_help: str,
+                       depth: int, depth_help: str) -> None:
+  """--cell, --hidden_size, --depth, --max_depth, --hyper_size, --loop and
+  --ponder_slots (the last two resumable: they change cost, not results)."""
+  flags.DEFINE_enum('cell', 'ei_rehn', list(rehn_tasks.CELL_NAMES), cell_help)
+  _common.define_positive_int('hidden_size', hidden_size, hidden_help)
+  _common.define_positive_int('depth', depth, depth_help)
+  _common.define_positive_int('max_depth', 10, 'R_max of srehn and ei_rehn.')
+  _common.define_positive_int('hyper_size', None, 'D_z of ei_rehn (default '
+                              'ceil(D_h / 2)).')
+  flags.DEFINE_enum('loop', 'while', ['while', 'scan'], 'Elastic depth loop: '
+                    '"while" costs the realized depth; "scan" is the masked '
+                    'reference over R_max.')
+  _common.define_positive_int('ponder_slots', 8, 'Backward-pass slots of the '
+                              'elastic depth loop.')
+  _common.declare_resumable('loop', 'ponder_slots')
+
+
+def model_spec() -> rehn_tasks.ModelSpec:
+  """The model the flags describe."""
+  return rehn_tasks.ModelSpec(
+      cell=FLAGS.cell, hidden_size=FLAGS.hidden_size, depth=FLAGS.depth,
+      max_depth=FLAGS.max_depth, hyper_size=FLAGS.hyper_size,
+      loop=FLAGS.loop, ponder_slots=FLAGS.ponder_slots)
