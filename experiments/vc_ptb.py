@@ -76,7 +76,8 @@ def main(argv):
 
     def classes(ids, offset):
       del offset
-      return {'symbol': vc_lm.boundary_classes(ids, bounds)}
+      return {'symbol': vc_lm.boundary_classes(ids, bounds),
+              'position in word': vc_lm.word_position_classes(ids, bounds)}
 
     bits = None
   else:

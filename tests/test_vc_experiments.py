@@ -50,6 +50,8 @@ def test_vc_ptb_char_trains_logs_m_and_rnn_d_and_resumes(tmp_path,
   out = _results(workdir)
   assert set(out['analysis']['mean_m_by_class']['symbol']) == {
       'boundary', 'inside word'}
+  assert {'boundary', 'first letter', 'last letter'} <= set(
+      out['analysis']['mean_m_by_class']['position in word'])
   assert (workdir / 'm_over_text.png').stat().st_size > 0
   assert (workdir / 'm_by_class.png').stat().st_size > 0
   # The same command with more steps resumes from the checkpoint.
@@ -139,6 +141,16 @@ def test_music_classes_and_note_lengths():
                            'bar', 'note', 'other', 'note']
   assert found['length'] == [None, '2', '0.5', '1', None, None, None, '0.5',
                              None, '1.5']
+
+
+def test_word_position_classes_tell_word_ends_from_boundaries():
+  # "ab c de" with ' ' = 0: a-b one word, c a one-letter word, then d-e.
+  tokens = [1, 2, 0, 3, 0, 4, 5, 6, 0, 7]
+  assert vc_lm.word_position_classes(tokens, [0]) == [
+      'first letter', 'last letter', 'boundary', 'one-letter word',
+      'boundary', 'first letter', 'middle letter', 'last letter', 'boundary',
+      'first letter']
+  assert vc_lm.boundary_classes(tokens, [0]).count('boundary') == 3
 
 
 def test_dominant_period_finds_eight_and_mean_by_class():

@@ -321,6 +321,37 @@ def boundary_classes(tokens: Sequence[int], boundary_ids: Sequence[int]
   return ['boundary' if int(t) in bounds else 'inside word' for t in tokens]
 
 
+WORD_POSITIONS = ('boundary', 'first letter', 'middle letter', 'last letter',
+                  'one-letter word')
+
+
+def word_position_classes(tokens: Sequence[int],
+                          boundary_ids: Sequence[int]) -> list:
+  """Where each input symbol sits in its word (one of ``WORD_POSITIONS``).
+
+  m_t is computed from x_t (Eq. 7), and its output predicts x_{t+1}: a high
+  m_t on a ``'last letter'`` is computation spent on predicting the boundary,
+  one on a ``'boundary'`` is spent on predicting the next word's first
+  letter. The paper's "higher dimensions used about once per word" (Sec.
+  5.2.1, Fig. 3) does not say which of the two; this grouping tells them
+  apart. The last symbol, whose successor is unknown, counts as followed by
+  a letter.
+  """
+  bounds = set(int(b) for b in boundary_ids)
+  is_bound = [int(t) in bounds for t in tokens]
+  out = []
+  for i, b in enumerate(is_bound):
+    if b:
+      out.append('boundary')
+      continue
+    starts = i == 0 or is_bound[i - 1]
+    ends = i + 1 < len(is_bound) and is_bound[i + 1]
+    out.append('one-letter word' if starts and ends else
+               'first letter' if starts else
+               'last letter' if ends else 'middle letter')
+  return out
+
+
 _PITCH = re.compile(r"^([=^_]*)([A-Ga-gz])([,']*)(.*)$")
 
 
