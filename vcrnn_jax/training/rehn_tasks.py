@@ -233,7 +233,9 @@ def results_table(path, paper_table, *, metric: str, label: str,
 
   One line per model: its parameter count and ``scale * metric`` as mean ±
   std over its seeds, each beside the paper's (``paper_table``: TABLE1 or
-  TABLE2), the number of seeds and the mean realized depth.
+  TABLE2), the median and range over the seeds (one diverged seed moves the
+  mean and std far more than the median), the number of seeds and the mean
+  realized depth.
 
   Raises:
     FileNotFoundError: the CSV has no rows.
@@ -245,12 +247,14 @@ def results_table(path, paper_table, *, metric: str, label: str,
   for r in rows:
     by_model.setdefault(r['model'], []).append(r)
   order = {name: i for i, name in enumerate(CELL_NAMES)}
-  lines = [f'| model | params (paper) | {label} (paper) | seeds | mean depth |',
-           '| --- | --- | --- | --- | --- |']
+  lines = [f'| model | params (paper) | {label} (paper) | median [min, max] '
+           '| seeds | mean depth |',
+           '| --- | --- | --- | --- | --- | --- |']
   for model, group in sorted(by_model.items(), key=lambda kv: (
       order[kv[1][0]['cell']], kv[1][0]['hidden_size'], kv[0])):
     first = group[0]
-    mean, std = mean_std([scale * g[metric] for g in group])
+    values = [scale * g[metric] for g in group]
+    mean, std = mean_std(values)
     paper = paper_row(paper_table, ModelSpec(
         first['cell'], first['hidden_size'], depth=_depth_in_name(model)))
     p_params = paper[0] if paper and paper[0] else '-'
@@ -259,6 +263,8 @@ def results_table(path, paper_table, *, metric: str, label: str,
     depths = [g['mean_depth'] for g in group if not math.isnan(g['mean_depth'])]
     depth = f'{np.mean(depths):.2f}' if depths else '-'
     lines.append(f'| {model} | {int(first["params"])} ({p_params}) | '
-                 f'{mean:.3f} ± {std:.3f} ({p_value}) | {len(group)} | '
+                 f'{mean:.3f} ± {std:.3f} ({p_value}) | '
+                 f'{np.median(values):.3f} [{min(values):.3f}, '
+                 f'{max(values):.3f}] | {len(group)} | '
                  f'{depth} |')
   return '\n'.join(lines)
