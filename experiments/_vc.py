@@ -116,6 +116,13 @@ def _format_classes(classes: Mapping[str, Mapping[str, float]]) -> str:
                    for k, v in classes.items())
 
 
+def _period_text(found: Mapping[str, Any]) -> str:
+  if not found['period']:
+    return 'none (constant)'
+  return (f'{found["period"]} bits (autocorrelation '
+          f'{found["autocorrelation"]:.2f})')
+
+
 def _class_order(classes: Sequence[Any]) -> list:
   """Classes in first-appearance order, or numerically if all are numbers."""
   seen = list(dict.fromkeys(c for c in classes if c is not None))
@@ -239,15 +246,16 @@ def _analyse(task, spec, result, workdir, valid_stream, decode, classes,
         analysis['period_top_dims'] = vc_lm.dominant_period(usage, max_lag)
         for k in ('period_m', 'period_top_dims'):
           analysis[k].pop('acf')
-        print(f'period of m_t: {analysis["period_m"]["period"]} bits '
-              f'(autocorrelation {analysis["period_m"]["autocorrelation"]:.2f}'
-              f'); of the top dims\' updates: '
-              f'{analysis["period_top_dims"]["period"]} bits (characters '
-              f'every {period})')
+        print(f'period of m_t: {_period_text(analysis["period_m"])}; of '
+              f'the top dims\' updates: '
+              f'{_period_text(analysis["period_top_dims"])} (characters '
+              f'every {period} bits)')
       positions = np.asarray(bits['positions'][:n])
       analysis['top_dims_by_position'] = vc_lm.mean_by_class(
           usage, vc_lm.bit_classes(positions))
       analysis['top_dims_mean'] = float(usage.mean())
+      print(f'mean update of the top dims: {analysis["top_dims_mean"]:.3g} '
+            'per bit')
   p = min(FLAGS.plot_symbols, len(valid_stream) - 1)
   if p > 0:
     ids = np.asarray(valid_stream[:p + 1])

@@ -77,6 +77,9 @@ def test_vc_ptb_bit_level_with_buffer_measures_the_period(tmp_path,
   assert set(analysis['mean_m_by_class']['bit kind']) == {
       'character bit', 'buffer bit'}
   assert 2 <= analysis['period_m']['period'] <= 64
+  assert 'mean update of the top dims' in proc.stdout
+  assert 'period of m_t: ' in proc.stdout and ' bits (autocorrelation ' in (
+      proc.stdout)
   assert (workdir / 'bits_top_dims.png').stat().st_size > 0
 
 
