@@ -287,7 +287,7 @@ def test_rehn_synthetic_trains_seeds_and_reports_the_table(tmp_path):
   rows = [l for l in proc.stdout.splitlines() if l.startswith('| ei_rehn4')
           or l.startswith('| rhn4')]
   assert len(rows) == 2 and '| 2 |' in rows[1] and '| 1 |' in rows[0]
-  assert 'median [min, max]' in proc.stdout
+  assert 'median [min, max]' in proc.stdout and 'at best valid' in proc.stdout
   # One seed: its median, min and max are its own value.
   one = rows[0].split('|')[4].strip()
   assert one.startswith(rows[0].split('|')[3].split('±')[0].strip())

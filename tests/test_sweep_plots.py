@@ -156,6 +156,21 @@ def test_upsert_rows_replaces_a_run_rows_and_round_trips(tmp_path):
   assert path.read_text().splitlines()[1] == 'parity,false,,0,1,0.4,1.5'
 
 
+def test_upsert_rows_extends_a_file_with_appended_columns(tmp_path):
+  path = tmp_path / 'table.csv'
+  sweep.upsert_rows(path, ('model', 'seed', 'a'),
+                    [dict(model='m', seed=0, a=1.0)], key=('model', 'seed'))
+  sweep.upsert_rows(path, ('model', 'seed', 'a', 'b'),
+                    [dict(model='m', seed=1, a=2.0, b=3.0)],
+                    key=('model', 'seed'))
+  got = sweep.read_rows(path)
+  assert [r['seed'] for r in got] == [0, 1] and got[1]['b'] == 3.0
+  assert math.isnan(got[0]['b'])
+  with pytest.raises(ValueError, match='move it away'):
+    sweep.upsert_rows(path, ('model', 'seed', 'b'),
+                      [dict(model='m', seed=2, b=1.0)], key=('model', 'seed'))
+
+
 def test_default_config_rejects_impossible_difficulties():
   with pytest.raises(ValueError, match=r'difficulties must be in 1\.\.8'):
     act_sweep.default_config('parity', task_kwargs={'bits': 8},

@@ -184,15 +184,23 @@ def upsert_rows(path, fields: Sequence[str], rows: Sequence[Mapping[str, Any]],
     key: the columns that identify a run (default: ACT's task, act, tau,
       seed).
 
-  In a run of several processes only process 0 writes (the others return).
+  A file written before columns were appended to ``fields`` is extended:
+  its rows get NaN in the new columns. Any other difference of columns is
+  an error. In a run of several processes only process 0 writes (the
+  others return).
   """
   if not distributed.is_chief():
     return
   path = pathlib.Path(path)
   existing = read_rows(path)
-  if existing and list(existing[0]) != list(fields):
-    raise ValueError(f'{path} has columns {list(existing[0])}, expected '
-                     f'{list(fields)}; move it away to start a new file.')
+  if existing:
+    old = list(existing[0])
+    if old != list(fields)[:len(old)]:
+      raise ValueError(f'{path} has columns {old}, expected {list(fields)}; '
+                       'move it away to start a new file.')
+    for r in existing:
+      for k in fields[len(old):]:
+        r[k] = float('nan')
   replaced = {run_key(r, key) for r in rows}
   kept = [r for r in existing if run_key(r, key) not in replaced]
   order = tuple(key) + (('difficulty',) if 'difficulty' in fields else ())

@@ -26,6 +26,7 @@ from vcrnn_jax import rehn
 from vcrnn_jax.analysis import sweep
 from vcrnn_jax.core import Cell, check_positive_int
 from vcrnn_jax.models import symmetric_uniform
+from vcrnn_jax.training import metric_writer
 from vcrnn_jax.training.train import (Experiment, TrainConfig, TrainResult,
                                       train_and_evaluate)
 
@@ -154,6 +155,32 @@ def paper_row(table, spec: ModelSpec):
 # Several seeds of one model.
 
 
+def at_best_validation(workdir, select: str, report: Sequence[str], *,
+                       mode: str = 'min') -> dict:
+  """The ``report`` metrics of the evaluation with the best ``select``.
+
+  Reads a run's ``metrics.jsonl`` (:func:`metric_writer.read_metrics`) and
+  returns ``{'best_<k>': value}`` for each ``k`` of ``report`` at the
+  evaluation whose ``select`` is least (``mode='min'``) or greatest
+  (``'max'``), plus ``'best_step'``: what early stopping on the validation
+  split would have kept. Evaluations whose ``select`` is NaN (diverged) are
+  skipped; with none left (or no file: a process other than the first
+  writes none), every value is NaN.
+  """
+  if mode not in ('min', 'max'):
+    raise ValueError(f"mode must be 'min' or 'max', got {mode!r}.")
+  sign = 1.0 if mode == 'min' else -1.0
+  path = pathlib.Path(workdir) / metric_writer.METRICS_FILENAME
+  lines = [line for line in (metric_writer.read_metrics(path)
+                             if path.exists() else [])
+           if not math.isnan(line.get(select, math.nan))]
+  if not lines:
+    return {'best_step': math.nan, **{f'best_{k}': math.nan for k in report}}
+  best = min(lines, key=lambda line: sign * line[select])
+  return {'best_step': best['step'],
+          **{f'best_{k}': best.get(k, math.nan) for k in report}}
+
+
 class SeedResult(NamedTuple):
   seed: int
   metrics: dict     # the final evaluation (the binary's own final metrics)
@@ -172,6 +199,7 @@ def run_seeds(
     table_fields: Sequence[str] = (),
     train: Callable[..., TrainResult] = None,
     log: Callable[[str], None] = print,
+    run_metrics: Optional[Callable[[pathlib.Path], Mapping[str, float]]] = None,
 ) -> list[SeedResult]:
   """Trains ``spec`` once per seed in ``<workdir>/seed=<s>`` and tabulates.
 
@@ -193,6 +221,8 @@ def run_seeds(
     train: the training call (default :func:`train_and_evaluate`; binaries
       pass their workdir guard).
     log: receives one line per seed.
+    run_metrics: ``seed workdir -> metrics`` joined to the final ones, for
+      what the run's whole log says (e.g. :func:`at_best_validation`).
   """
   workdir = pathlib.Path(workdir)
   train = train or train_and_evaluate
@@ -202,6 +232,8 @@ def run_seeds(
     result = train(make_experiment(), train_config(seed),
                    workdir / f'seed={seed}')
     metrics = dict(final_metrics(result))
+    if run_metrics is not None:
+      metrics.update(run_metrics(workdir / f'seed={seed}'))
     jax.clear_caches()   # Each seed compiles its own closures.
     out.append(SeedResult(seed, metrics, result))
     shown = ', '.join(f'{k}={v:.4g}' for k, v in metrics.items()
@@ -228,14 +260,17 @@ def _depth_in_name(model: str) -> int:
 
 
 def results_table(path, paper_table, *, metric: str, label: str,
-                  scale: float = 1.0) -> str:
+                  scale: float = 1.0, early_stopped: Optional[str] = None
+                  ) -> str:
   """The rows of a :func:`run_seeds` CSV as the paper's table, in Markdown.
 
   One line per model: its parameter count and ``scale * metric`` as mean ±
   std over its seeds, each beside the paper's (``paper_table``: TABLE1 or
   TABLE2), the median and range over the seeds (one diverged seed moves the
   mean and std far more than the median), the number of seeds and the mean
-  realized depth.
+  realized depth. ``early_stopped`` names a column of the metric at the
+  best validation evaluation (:func:`at_best_validation`), shown as mean ±
+  std over the seeds that have it.
 
   Raises:
     FileNotFoundError: the CSV has no rows.
@@ -247,9 +282,10 @@ def results_table(path, paper_table, *, metric: str, label: str,
   for r in rows:
     by_model.setdefault(r['model'], []).append(r)
   order = {name: i for i, name in enumerate(CELL_NAMES)}
+  extra = ' at best valid |' if early_stopped else ''
   lines = [f'| model | params (paper) | {label} (paper) | median [min, max] '
-           '| seeds | mean depth |',
-           '| --- | --- | --- | --- | --- | --- |']
+           f'|{extra} seeds | mean depth |',
+           '| --- ' * (6 + bool(early_stopped)) + '|']
   for model, group in sorted(by_model.items(), key=lambda kv: (
       order[kv[1][0]['cell']], kv[1][0]['hidden_size'], kv[0])):
     first = group[0]
@@ -262,9 +298,15 @@ def results_table(path, paper_table, *, metric: str, label: str,
                if paper and paper[1] else '-')
     depths = [g['mean_depth'] for g in group if not math.isnan(g['mean_depth'])]
     depth = f'{np.mean(depths):.2f}' if depths else '-'
+    cell = ''
+    if early_stopped:
+      best = [scale * g[early_stopped] for g in group
+              if not math.isnan(g.get(early_stopped, math.nan))]
+      cell = (' {:.3f} ± {:.3f} ({} of {}) |'.format(
+          *mean_std(best), len(best), len(group)) if best else ' - |')
     lines.append(f'| {model} | {int(first["params"])} ({p_params}) | '
                  f'{mean:.3f} ± {std:.3f} ({p_value}) | '
                  f'{np.median(values):.3f} [{min(values):.3f}, '
-                 f'{max(values):.3f}] | {len(group)} | '
+                 f'{max(values):.3f}] |{cell} {len(group)} | '
                  f'{depth} |')
   return '\n'.join(lines)
