@@ -74,8 +74,7 @@ def main(argv):
 
   def classes(ids, offset):
     del offset
-    return {'symbol': vc_lm.boundary_classes(ids, bounds),
-            'position in word': vc_lm.word_position_classes(ids, bounds)}
+    return vc_lm.word_groupings(ids, bounds)
 
   guide = FLAGS.setting == 'guide'
   _vc.train_and_analyse(

@@ -76,8 +76,7 @@ def main(argv):
 
     def classes(ids, offset):
       del offset
-      return {'symbol': vc_lm.boundary_classes(ids, bounds),
-              'position in word': vc_lm.word_position_classes(ids, bounds)}
+      return vc_lm.word_groupings(ids, bounds)
 
     bits = None
   else:

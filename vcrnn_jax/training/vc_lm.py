@@ -352,6 +352,17 @@ def word_position_classes(tokens: Sequence[int],
   return out
 
 
+
+def word_groupings(tokens: Sequence[int], boundary_ids: Sequence[int]
+                   ) -> dict:
+  """The groupings of a text's symbols that the VC binaries report m_t by.
+
+  ``'symbol'``: boundary vs inside a word (:func:`boundary_classes`);
+  ``'position in word'``: :func:`word_position_classes`.
+  """
+  return {'symbol': boundary_classes(tokens, boundary_ids),
+          'position in word': word_position_classes(tokens, boundary_ids)}
+
 _PITCH = re.compile(r"^([=^_]*)([A-Ga-gz])([,']*)(.*)$")
 
 
