@@ -116,11 +116,16 @@ def _format_classes(classes: Mapping[str, Mapping[str, float]]) -> str:
                    for k, v in classes.items())
 
 
-def _period_text(found: Mapping[str, Any]) -> str:
+def _period_text(found: Mapping[str, Any], char_period: int) -> str:
   if not found['period']:
     return 'none (constant)'
-  return (f'{found["period"]} bits (autocorrelation '
-          f'{found["autocorrelation"]:.2f})')
+  text = (f'{found["fundamental"]} bits (autocorrelation '
+          f'{found["fundamental_autocorrelation"]:.2f}')
+  if found['fundamental'] != found['period']:
+    text += (f'; highest {found["autocorrelation"]:.2f} at '
+             f'{found["period"]}')
+  return text + (f'; {found["at_character_period"]:.2f} at '
+                 f'{char_period})')
 
 
 def _class_order(classes: Sequence[Any]) -> list:
@@ -245,11 +250,14 @@ def _analyse(task, spec, result, workdir, valid_stream, decode, classes,
         analysis['period_m'] = vc_lm.dominant_period(m, max_lag)
         analysis['period_top_dims'] = vc_lm.dominant_period(usage, max_lag)
         for k in ('period_m', 'period_top_dims'):
-          analysis[k].pop('acf')
-        print(f'period of m_t: {_period_text(analysis["period_m"])}; of '
-              f'the top dims\' updates: '
-              f'{_period_text(analysis["period_top_dims"])} (characters '
-              f'every {period} bits)')
+          acf = analysis[k].pop('acf')
+          analysis[k]['at_character_period'] = (
+              acf[period] if period < len(acf) else float('nan'))
+        print(f'period of m_t: '
+              f'{_period_text(analysis["period_m"], period)}; of the top '
+              f'dims\' updates: '
+              f'{_period_text(analysis["period_top_dims"], period)} '
+              f'(characters every {period} bits)')
       positions = np.asarray(bits['positions'][:n])
       analysis['top_dims_by_position'] = vc_lm.mean_by_class(
           usage, vc_lm.bit_classes(positions))

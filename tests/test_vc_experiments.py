@@ -160,6 +160,18 @@ def test_dominant_period_finds_eight_and_mean_by_class():
   t = np.arange(800)
   signal = (t % 8 == 0).astype(float) + 0.01 * np.sin(t)
   assert vc_lm.dominant_period(signal, 32)['period'] == 8
+  # Ties at multiples of the period: the highest peak may land on any of
+  # them, the fundamental is the shortest.
+  rng = np.random.default_rng(1)
+  noisy = np.tile(rng.normal(size=8), 100) + 0.3 * rng.normal(size=800)
+  found = vc_lm.dominant_period(noisy, 32)
+  assert found['period'] == 24 and found['fundamental'] == 8
+  assert found['fundamental_autocorrelation'] >= 0.9 * found[
+      'autocorrelation']
+  flat = vc_lm.dominant_period(np.ones(100), 8)
+  assert flat['period'] == flat['fundamental'] == 0
+  with pytest.raises(ValueError, match='tolerance'):
+    vc_lm.dominant_period(noisy, 32, tolerance=0.0)
   out = vc_lm.mean_by_class([1.0, 0.0, 0.5, np.nan], ['a', 'b', 'a', None])
   assert out == {'a': {'mean': 0.75, 'count': 2},
                  'b': {'mean': 0.0, 'count': 1}}

@@ -255,35 +255,59 @@ def top_dims_usage(m: Any, hidden_size: int, sharpness_value: float, *,
       np.float64)
 
 
-def dominant_period(signal: Any, max_lag: int, min_lag: int = 2) -> dict:
-  """The period of a per-step signal: the peak of its autocorrelation.
+def dominant_period(signal: Any, max_lag: int, min_lag: int = 2, *,
+                    tolerance: float = 0.9) -> dict:
+  """The period of a per-step signal, from its autocorrelation.
+
+  A signal of period 8 correlates as well with itself at lags 16, 24 and 32
+  as at 8, so the highest peak of a finite sample lands on any multiple of
+  the period. The fundamental is therefore also reported: the shortest lag
+  that is a local maximum of the autocorrelation and reaches ``tolerance``
+  of the highest peak (the usual guard against octave errors in pitch
+  detection).
 
   Args:
     signal: ``[T]`` values (e.g. :math:`m_t` over a bit stream).
     max_lag: the longest period considered.
     min_lag: the shortest period considered (2: a lag of 1 is not a period).
+    tolerance: in ``(0, 1]``, how close to the highest peak the fundamental
+      must come.
 
   Returns:
     ``{'period': lag of the highest autocorrelation in [min_lag, max_lag],
-    'autocorrelation': its value, 'acf': the autocorrelation at lags 0 ..
-    max_lag}`` (``acf`` a list; ``period`` 0 and ``autocorrelation`` NaN for
-    a constant signal).
+    'autocorrelation': its value, 'fundamental': the shortest lag as above,
+    'fundamental_autocorrelation': its value, 'acf': the autocorrelation at
+    lags 0 .. max_lag}`` (``acf`` a list; both lags 0 and both values NaN
+    for a constant signal).
   """
   x = np.asarray(signal, np.float64).reshape(-1)
   max_lag = check_positive_int('max_lag', max_lag)
+  if not 0.0 < tolerance <= 1.0:
+    raise ValueError(f'dominant_period: tolerance must be in (0, 1], got '
+                     f'{tolerance!r}.')
   if len(x) <= max_lag + 1:
     raise ValueError(f'dominant_period: the signal has {len(x)} steps, too '
                      f'few for max_lag={max_lag}.')
   x = x - x.mean()
   var = float(np.dot(x, x))
   if var <= 1e-12 * len(x):
-    return {'period': 0, 'autocorrelation': float('nan'),
+    return {'period': 0, 'autocorrelation': float('nan'), 'fundamental': 0,
+            'fundamental_autocorrelation': float('nan'),
             'acf': [1.0] + [0.0] * max_lag}
   acf = np.array([1.0] + [float(np.dot(x[:-k], x[k:])) / var
                           for k in range(1, max_lag + 1)])
   lags = np.arange(min_lag, max_lag + 1)
   best = int(lags[np.argmax(acf[min_lag:])])
+  fundamental = best
+  for lag in range(min_lag, best):
+    right = acf[lag + 1]
+    if (acf[lag] >= acf[lag - 1] and acf[lag] >= right
+        and acf[lag] >= tolerance * acf[best]):
+      fundamental = lag
+      break
   return {'period': best, 'autocorrelation': float(acf[best]),
+          'fundamental': fundamental,
+          'fundamental_autocorrelation': float(acf[fundamental]),
           'acf': acf.tolist()}
 
 
