@@ -3,6 +3,7 @@
 import json
 import os
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -76,10 +77,15 @@ def test_vc_ptb_bit_level_with_buffer_measures_the_period(tmp_path,
   analysis = _results(workdir)['analysis']
   assert set(analysis['mean_m_by_class']['bit kind']) == {
       'character bit', 'buffer bit'}
-  assert 2 <= analysis['period_m']['period'] <= 64
+  found = analysis['period_m']
+  assert 2 <= found['fundamental'] <= found['period'] <= 64
+  assert -1 <= found['at_character_period'] <= 1
   assert 'mean update of the top dims' in proc.stdout
   assert 'period of m_t: ' in proc.stdout and ' bits (autocorrelation ' in (
       proc.stdout)
+  assert re.search(r'period of m_t: \d+ bits \(autocorrelation -?[.\d]+'
+                   r'(; highest -?[.\d]+ at \d+)?; -?[.\d]+ at 16\);',
+                   proc.stdout), proc.stdout
   assert (workdir / 'bits_top_dims.png').stat().st_size > 0
 
 
