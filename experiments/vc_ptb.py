@@ -44,7 +44,7 @@ On CPU-2 (one core each, ~7 and ~3 min): the first reaches 1.920 valid bpc
 at RNN-d 340 (``--cell=elman``, same budget: 1.757), with mean m_t 0.837 on
 word boundaries against 0.599 inside words (the paper's Fig. 3 direction);
 the second reaches 0.3275 bits per bit, with m_t repeating every 8 bits
-and peaking on each character's first bit (0.876).
+and, on this seed, peaking on each character's first bit (0.876).
 
 Deviations and choices: the paper gives no optimiser, batch, BPTT length,
 penalty weight or epsilon (see experiments/_vc.py: Adam 1e-3, clip 1, batch
