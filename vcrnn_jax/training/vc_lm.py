@@ -300,8 +300,7 @@ def dominant_period(signal: Any, max_lag: int, min_lag: int = 2, *,
   best = int(lags[np.argmax(acf[min_lag:])])
   fundamental = best
   for lag in range(min_lag, best):
-    right = acf[lag + 1]
-    if (acf[lag] >= acf[lag - 1] and acf[lag] >= right
+    if (acf[lag] >= max(acf[lag - 1], acf[lag + 1])
         and acf[lag] >= tolerance * acf[best]):
       fundamental = lag
       break
@@ -376,7 +375,6 @@ def word_position_classes(tokens: Sequence[int],
   return out
 
 
-
 def word_groupings(tokens: Sequence[int], boundary_ids: Sequence[int]
                    ) -> dict:
   """The groupings of a text's symbols that the VC binaries report m_t by.
@@ -386,6 +384,7 @@ def word_groupings(tokens: Sequence[int], boundary_ids: Sequence[int]
   """
   return {'symbol': boundary_classes(tokens, boundary_ids),
           'position in word': word_position_classes(tokens, boundary_ids)}
+
 
 _PITCH = re.compile(r"^([=^_]*)([A-Ga-gz])([,']*)(.*)$")
 
