@@ -66,6 +66,11 @@ def define_flags(*, cell: str, hidden_size: int, epochs: int,
   _common.define_float('epsilon', 0.01, 'epsilon of Thres_epsilon in the '
                        'soft mask (Eq. 8; not given in the paper).',
                        upper=0.5)
+  _common.define_float('scheduler_lr_scale', 1.0, 'Multiply the '
+                       'optimizer updates of the scheduler (u, v, b of Eq. '
+                       '7) by this: its u is D wide, so one Adam step can '
+                       'move the logit of m_t by learning_rate * D. '
+                       'VC cells only.', strict=True)
   _common.define_positive_int('max_symbols', None, 'Keep only the first '
                               'this many symbols of each split (quick runs).')
   _common.define_positive_int('eval_batch_size', 64, 'Rows of the held-out '
@@ -182,6 +187,9 @@ def train_and_analyse(
                      f'short for --batch_size={FLAGS.batch_size} rows of '
                      f'--seq_len={FLAGS.seq_len}.')
   spec = spec_from_flags(per_epoch, boundary_target)
+  if FLAGS.scheduler_lr_scale != 1.0 and not spec.variable:
+    raise ValueError(f'--scheduler_lr_scale is for the VC cells '
+                     f'{vc_lm.VC_CELLS}; --cell={FLAGS.cell} has no scheduler.')
   task = vc_lm.lm_task(spec, train_stream, valid_stream, vocab_size,
                        batch_size=FLAGS.batch_size, seq_len=FLAGS.seq_len,
                        boundary_ids=boundary_ids,
@@ -189,7 +197,9 @@ def train_and_analyse(
                            1, len(valid_stream) // (FLAGS.seq_len + 1))))
   config = _common.train_config(
       f'{name} {spec.name}', steps=FLAGS.steps or FLAGS.epochs * per_epoch,
-      eval_every=FLAGS.eval_every or per_epoch)
+      eval_every=FLAGS.eval_every or per_epoch,
+      lr_scales=((('scheduler', FLAGS.scheduler_lr_scale),)
+                 if FLAGS.scheduler_lr_scale != 1.0 else ()))
   workdir = _common.default_workdir(name, leading=leading)
   result = _common.train(task.experiment, config, workdir)
   test = task.evaluate_stream(result.params, test_stream, result.step)

@@ -114,6 +114,34 @@ def test_adam_keeps_its_layout_and_sgd_decays_on_schedule():
     train_lib._check_config(TrainConfig(optimizer='lamb'))
 
 
+def test_lr_scales_multiply_only_the_named_parameters_updates():
+  params = {'cell': {'scheduler': {'u': jnp.ones(3), 'b': jnp.ones(1)},
+                     'kernel': jnp.ones((2, 3))},
+            'readout': {'kernel': jnp.ones(3)}}
+  grads = jax.tree_util.tree_map(
+      lambda p: jnp.arange(1.0, p.size + 1).reshape(p.shape), params)
+  plain = make_optimizer(TrainConfig(learning_rate=0.1, grad_clip_norm=2.0))
+  scaled = make_optimizer(TrainConfig(learning_rate=0.1, grad_clip_norm=2.0,
+                                      lr_scales=(('scheduler', 0.25),)))
+  state_p, state_s = plain.init(params), scaled.init(params)
+  for _ in range(3):
+    want, state_p = plain.update(grads, state_p, params)
+    got, state_s = scaled.update(grads, state_s, params)
+    for path in (('cell', 'kernel'), ('readout', 'kernel')):
+      np.testing.assert_array_equal(got[path[0]][path[1]],
+                                    want[path[0]][path[1]])
+    for leaf in ('u', 'b'):
+      np.testing.assert_allclose(got['cell']['scheduler'][leaf],
+                                 0.25 * want['cell']['scheduler'][leaf],
+                                 rtol=1e-6)
+  with pytest.raises(ValueError, match=r"no parameter is under \['sched'\]"):
+    make_optimizer(TrainConfig(lr_scales=(('sched', 0.1),))).init(params)
+  with pytest.raises(ValueError, match='lr_scales'):
+    train_lib._check_config(TrainConfig(lr_scales=(('scheduler', -1.0),)))
+  with pytest.raises(ValueError, match='pairs'):
+    train_lib._check_config(TrainConfig(lr_scales=('scheduler',)))
+
+
 # ----------------------------------------------------------------------------
 # Language models.
 

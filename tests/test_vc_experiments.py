@@ -105,12 +105,19 @@ def test_vc_ptb_baseline_and_bad_flags(tmp_path, shared_data_dir):
 def test_vc_text8_on_a_small_file_in_the_text8_format(tmp_path):
   (tmp_path / 'text8').write_text('the cat sat on the mat ' * 300)
   workdir = tmp_path / 't8'
-  proc = _run('vc_text8', [f'--data_dir={tmp_path}', f'--workdir={workdir}']
-              + TINY, tmp_path)
+  proc = _run('vc_text8', [f'--data_dir={tmp_path}', f'--workdir={workdir}',
+                           '--scheduler_lr_scale=0.1'] + TINY, tmp_path)
   assert proc.returncode == 0, proc.stderr[-3000:]
   out = _results(workdir)
   assert out['model'] == 'VCGRU-8'
   assert out['analysis']['mean_m_by_class']['symbol']['boundary']['count'] > 0
+  assert json.loads((workdir / 'flags.json').read_text())[
+      'scheduler_lr_scale'] == 0.1
+  proc = _run('vc_text8', [f'--data_dir={tmp_path}', '--cell=elman',
+                           f'--workdir={tmp_path / "e"}',
+                           '--scheduler_lr_scale=0.1'] + TINY, tmp_path)
+  assert proc.returncode == 2 and proc.stderr.count('\n') == 1
+  assert '--scheduler_lr_scale is for the VC cells' in proc.stderr
 
 
 @pytest.mark.parametrize('setting', ['guide'])

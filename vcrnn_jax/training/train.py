@@ -88,6 +88,11 @@ class TrainConfig:
   ``weight_decay * params`` is added to the gradient (an L2 penalty of
   ``weight_decay / 2 * |params|^2``) and the sum is clipped to
   ``grad_clip_norm`` in global norm, all through ``optax.chain``.
+  ``lr_scales`` (``(name, factor)`` pairs) then multiplies the updates of
+  every parameter with a key ``name`` on its path by ``factor``: a
+  per-module learning rate, e.g. ``(('scheduler', 0.1),)`` for the VC
+  scheduler of Eq. 7, whose ``D``-wide ``u`` moves :math:`m_t` by up to
+  ``learning_rate * D`` per Adam step.
   """
   steps: int = 10_000
   batch_size: int = 128
@@ -99,6 +104,7 @@ class TrainConfig:
   lr_decay_start: Optional[int] = None
   lr_decay_every: Optional[int] = None
   grad_clip_norm: Optional[float] = None
+  lr_scales: tuple = ()   # ((key name, factor), ...), see the docstring
   eval_every: int = 1000
   checkpoint_every: Optional[int] = None   # None: same as eval_every
   keep_checkpoints: int = 3
@@ -161,6 +167,12 @@ def _check_config(config: TrainConfig) -> None:
   _finite_number('lr_decay', config.lr_decay, high=1.0)
   if config.grad_clip_norm is not None:
     _finite_number('grad_clip_norm', config.grad_clip_norm)
+  for pair in config.lr_scales:
+    if not (isinstance(pair, tuple) and len(pair) == 2
+            and isinstance(pair[0], str)):
+      raise ValueError('lr_scales must hold (key name, factor) pairs, got '
+                       f'{pair!r}.')
+    _finite_number(f'lr_scales[{pair[0]!r}]', pair[1], strict=False)
   if config.optimizer not in OPTIMIZERS:
     raise ValueError(f'optimizer must be one of {OPTIMIZERS}, got '
                      f'{config.optimizer!r}.')
@@ -210,7 +222,44 @@ def make_optimizer(config: TrainConfig) -> optax.GradientTransformation:
     parts.append(optax.add_decayed_weights(config.weight_decay))
   if config.grad_clip_norm is not None:
     parts.append(optax.clip_by_global_norm(config.grad_clip_norm))
-  return optax.chain(*parts, core) if parts else core
+  after = [scale_by_key(config.lr_scales)] if config.lr_scales else []
+  return optax.chain(*parts, core, *after) if parts or after else core
+
+
+def _path_keys(path) -> set:
+  return {getattr(k, 'key', getattr(k, 'name', None)) for k in path}
+
+
+def scale_by_key(scales) -> optax.GradientTransformation:
+  """Multiplies the updates under each ``(name, factor)`` of ``scales``.
+
+  A leaf whose path has the dict key (or attribute) ``name`` is multiplied
+  by ``factor``; a leaf under several names by their product. Stateless.
+  ``init`` raises ``ValueError`` when a name matches no parameter (a typo
+  would otherwise silently train at the full rate).
+  """
+  scales = tuple(scales)
+
+  def factor(path):
+    keys = _path_keys(path)
+    return math.prod(f for name, f in scales if name in keys)
+
+  def init_fn(params):
+    found = set()
+    for path, _ in jax.tree_util.tree_flatten_with_path(params)[0]:
+      found |= _path_keys(path)
+    missing = [name for name, _ in scales if name not in found]
+    if missing:
+      raise ValueError(f'lr_scales: no parameter is under {missing}.')
+    return optax.EmptyState()
+
+  def update_fn(updates, state, params=None):
+    del params
+    return jax.tree_util.tree_map_with_path(
+        lambda path, u: u * factor(path) if factor(path) != 1 else u,
+        updates), state
+
+  return optax.GradientTransformation(init_fn, update_fn)
 
 
 def prepare_workdir(workdir) -> pathlib.Path:
