@@ -71,6 +71,11 @@ def define_flags(*, cell: str, hidden_size: int, epochs: int,
                        '7) by this: its u is D wide, so one Adam step can '
                        'move the logit of m_t by learning_rate * D. '
                        'VC cells only.', strict=True)
+  flags.DEFINE_bool('clip_scheduler_apart', False, 'Clip the scheduler\'s '
+                    'gradient (u, v, b of Eq. 7) to --grad_clip_norm by its '
+                    'own norm and the rest by theirs: the scheduler\'s '
+                    'grows with lambda * D and would otherwise scale down '
+                    'every other gradient. VC cells only.')
   _common.define_positive_int('max_symbols', None, 'Keep only the first '
                               'this many symbols of each split (quick runs).')
   _common.define_positive_int('eval_batch_size', 64, 'Rows of the held-out '
@@ -187,9 +192,12 @@ def train_and_analyse(
                      f'short for --batch_size={FLAGS.batch_size} rows of '
                      f'--seq_len={FLAGS.seq_len}.')
   spec = spec_from_flags(per_epoch, boundary_target)
-  if FLAGS.scheduler_lr_scale != 1.0 and not spec.variable:
-    raise ValueError(f'--scheduler_lr_scale is for the VC cells '
-                     f'{vc_lm.VC_CELLS}; --cell={FLAGS.cell} has no scheduler.')
+  for name in ('scheduler_lr_scale', 'clip_scheduler_apart'):
+    if FLAGS[name].value != FLAGS[name].default and not spec.variable:
+      raise ValueError(f'--{name} is for the VC cells {vc_lm.VC_CELLS}; '
+                       f'--cell={FLAGS.cell} has no scheduler.')
+  if FLAGS.clip_scheduler_apart and FLAGS.grad_clip_norm is None:
+    raise ValueError('--clip_scheduler_apart needs --grad_clip_norm.')
   task = vc_lm.lm_task(spec, train_stream, valid_stream, vocab_size,
                        batch_size=FLAGS.batch_size, seq_len=FLAGS.seq_len,
                        boundary_ids=boundary_ids,
@@ -199,7 +207,9 @@ def train_and_analyse(
       f'{name} {spec.name}', steps=FLAGS.steps or FLAGS.epochs * per_epoch,
       eval_every=FLAGS.eval_every or per_epoch,
       lr_scales=((('scheduler', FLAGS.scheduler_lr_scale),)
-                 if FLAGS.scheduler_lr_scale != 1.0 else ()))
+                 if FLAGS.scheduler_lr_scale != 1.0 else ()),
+      clip_apart=(('scheduler',) if FLAGS.clip_scheduler_apart and
+                  spec.variable else ()))
   workdir = _common.default_workdir(name, leading=leading)
   result = _common.train(task.experiment, config, workdir)
   test = task.evaluate_stream(result.params, test_stream, result.step)

@@ -142,6 +142,36 @@ def test_lr_scales_multiply_only_the_named_parameters_updates():
     train_lib._check_config(TrainConfig(lr_scales=('scheduler',)))
 
 
+def test_clip_apart_clips_each_group_by_its_own_norm():
+  params = {'cell': {'scheduler': {'u': jnp.ones(4)}, 'kernel': jnp.ones(4)},
+            'readout': jnp.ones(1)}
+  grads = {'cell': {'scheduler': {'u': jnp.full(4, 50.0)},
+                    'kernel': jnp.full(4, 0.1)}, 'readout': jnp.full(1, 0.3)}
+  tx = make_optimizer(TrainConfig(optimizer='sgd', learning_rate=1.0,
+                                  grad_clip_norm=1.0,
+                                  clip_apart=('scheduler',)))
+  updates, _ = tx.update(grads, tx.init(params), params)
+  # The scheduler (norm 100) is clipped to norm 1; the rest (norm 0.3606)
+  # is left alone, where one global clip would divide it by 100.
+  np.testing.assert_allclose(-updates['cell']['scheduler']['u'],
+                             np.full(4, 0.5), rtol=1e-6)
+  np.testing.assert_allclose(-updates['cell']['kernel'], np.full(4, 0.1),
+                             rtol=1e-6)
+  np.testing.assert_allclose(-updates['readout'], [0.3], rtol=1e-6)
+  # Over the limit, the rest is clipped by its own norm too.
+  big = jax.tree_util.tree_map(lambda g: 10 * g, grads)
+  updates, _ = tx.update(big, tx.init(params), params)
+  rest = np.concatenate([updates['cell']['kernel'], updates['readout']])
+  np.testing.assert_allclose(np.linalg.norm(rest), 1.0, rtol=1e-6)
+  np.testing.assert_allclose(rest / rest[-1], np.r_[np.full(4, 1 / 3), 1],
+                             rtol=1e-5)
+  with pytest.raises(ValueError, match='needs grad_clip_norm'):
+    train_lib._check_config(TrainConfig(clip_apart=('scheduler',)))
+  with pytest.raises(ValueError, match=r"clip_apart: no parameter is under"):
+    make_optimizer(TrainConfig(grad_clip_norm=1.0,
+                               clip_apart=('gate',))).init(params)
+
+
 # ----------------------------------------------------------------------------
 # Language models.
 

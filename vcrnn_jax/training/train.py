@@ -92,7 +92,11 @@ class TrainConfig:
   every parameter with a key ``name`` on its path by ``factor``: a
   per-module learning rate, e.g. ``(('scheduler', 0.1),)`` for the VC
   scheduler of Eq. 7, whose ``D``-wide ``u`` moves :math:`m_t` by up to
-  ``learning_rate * D`` per Adam step.
+  ``learning_rate * D`` per Adam step. ``clip_apart`` (key names) clips
+  the gradient of the parameters under each name to ``grad_clip_norm`` by
+  its own global norm, and the rest by theirs, so that one module's large
+  gradient (the VC scheduler's grows with ``lambda * D``) does not scale
+  down every other parameter's.
   """
   steps: int = 10_000
   batch_size: int = 128
@@ -105,6 +109,7 @@ class TrainConfig:
   lr_decay_every: Optional[int] = None
   grad_clip_norm: Optional[float] = None
   lr_scales: tuple = ()   # ((key name, factor), ...), see the docstring
+  clip_apart: tuple = ()  # key names clipped by their own norm
   eval_every: int = 1000
   checkpoint_every: Optional[int] = None   # None: same as eval_every
   keep_checkpoints: int = 3
@@ -173,6 +178,12 @@ def _check_config(config: TrainConfig) -> None:
       raise ValueError('lr_scales must hold (key name, factor) pairs, got '
                        f'{pair!r}.')
     _finite_number(f'lr_scales[{pair[0]!r}]', pair[1], strict=False)
+  if config.clip_apart and config.grad_clip_norm is None:
+    raise ValueError(f'clip_apart={config.clip_apart!r} needs '
+                     'grad_clip_norm.')
+  if not all(isinstance(n, str) for n in config.clip_apart):
+    raise ValueError('clip_apart must hold key names, got '
+                     f'{config.clip_apart!r}.')
   if config.optimizer not in OPTIMIZERS:
     raise ValueError(f'optimizer must be one of {OPTIMIZERS}, got '
                      f'{config.optimizer!r}.')
@@ -220,7 +231,9 @@ def make_optimizer(config: TrainConfig) -> optax.GradientTransformation:
   parts = []
   if config.weight_decay:
     parts.append(optax.add_decayed_weights(config.weight_decay))
-  if config.grad_clip_norm is not None:
+  if config.clip_apart:
+    parts.append(clip_by_group_norm(config.grad_clip_norm, config.clip_apart))
+  elif config.grad_clip_norm is not None:
     parts.append(optax.clip_by_global_norm(config.grad_clip_norm))
   after = [scale_by_key(config.lr_scales)] if config.lr_scales else []
   return optax.chain(*parts, core, *after) if parts or after else core
@@ -228,6 +241,49 @@ def make_optimizer(config: TrainConfig) -> optax.GradientTransformation:
 
 def _path_keys(path) -> set:
   return {getattr(k, 'key', getattr(k, 'name', None)) for k in path}
+
+
+def _check_names_found(what, names, params):
+  found = set()
+  for path, _ in jax.tree_util.tree_flatten_with_path(params)[0]:
+    found |= _path_keys(path)
+  missing = [name for name in names if name not in found]
+  if missing:
+    raise ValueError(f'{what}: no parameter is under {missing}.')
+
+
+def clip_by_group_norm(max_norm: float, names) -> optax.GradientTransformation:
+  """``optax.clip_by_global_norm`` applied to groups of leaves apart.
+
+  A leaf belongs to the first of ``names`` that is a key on its path, or to
+  the group of the rest; each group is scaled by ``max_norm / norm`` when
+  its own global norm exceeds ``max_norm``. Stateless; ``init`` raises
+  ``ValueError`` when a name matches no parameter.
+  """
+  names = tuple(names)
+
+  def group(path):
+    keys = _path_keys(path)
+    return next((i for i, n in enumerate(names) if n in keys), len(names))
+
+  def init_fn(params):
+    _check_names_found('clip_apart', names, params)
+    return optax.EmptyState()
+
+  def update_fn(updates, state, params=None):
+    del params
+    flat, treedef = jax.tree_util.tree_flatten_with_path(updates)
+    ids = [group(path) for path, _ in flat]
+    squares = {}
+    for i, (_, leaf) in zip(ids, flat):
+      squares[i] = squares.get(i, 0.0) + jnp.sum(jnp.square(leaf))
+    scale = {i: jnp.minimum(1.0, max_norm / jnp.maximum(jnp.sqrt(sq), 1e-30))
+             for i, sq in squares.items()}
+    leaves = [(leaf * scale[i]).astype(leaf.dtype)
+              for i, (_, leaf) in zip(ids, flat)]
+    return jax.tree_util.tree_unflatten(treedef, leaves), state
+
+  return optax.GradientTransformation(init_fn, update_fn)
 
 
 def scale_by_key(scales) -> optax.GradientTransformation:
@@ -245,12 +301,7 @@ def scale_by_key(scales) -> optax.GradientTransformation:
     return math.prod(f for name, f in scales if name in keys)
 
   def init_fn(params):
-    found = set()
-    for path, _ in jax.tree_util.tree_flatten_with_path(params)[0]:
-      found |= _path_keys(path)
-    missing = [name for name, _ in scales if name not in found]
-    if missing:
-      raise ValueError(f'lr_scales: no parameter is under {missing}.')
+    _check_names_found('lr_scales', [name for name, _ in scales], params)
     return optax.EmptyState()
 
   def update_fn(updates, state, params=None):
