@@ -106,19 +106,26 @@ def test_vc_text8_on_a_small_file_in_the_text8_format(tmp_path):
   (tmp_path / 'text8').write_text('the cat sat on the mat ' * 300)
   workdir = tmp_path / 't8'
   proc = _run('vc_text8', [f'--data_dir={tmp_path}', f'--workdir={workdir}',
-                           '--scheduler_lr_scale=0.1',
-                           '--clip_scheduler_apart'] + TINY, tmp_path)
+                           '--scheduler_lr_scale=0.1'] + TINY, tmp_path)
   assert proc.returncode == 0, proc.stderr[-3000:]
   out = _results(workdir)
   assert out['model'] == 'VCGRU-8'
   assert out['analysis']['mean_m_by_class']['symbol']['boundary']['count'] > 0
   flags = json.loads((workdir / 'flags.json').read_text())
   assert flags['scheduler_lr_scale'] == 0.1 and flags['clip_scheduler_apart']
+  # A baseline has no scheduler to clip apart: the default still trains it,
+  # and the VC-only flags set by hand are refused in one line.
   proc = _run('vc_text8', [f'--data_dir={tmp_path}', '--cell=elman',
-                           f'--workdir={tmp_path / "e"}',
-                           '--scheduler_lr_scale=0.1'] + TINY, tmp_path)
-  assert proc.returncode == 2 and proc.stderr.count('\n') == 1
-  assert '--scheduler_lr_scale is for the VC cells' in proc.stderr
+                           f'--workdir={tmp_path / "e"}'] + TINY, tmp_path)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  assert _results(tmp_path / 'e')['model'] == 'ELMAN-8'
+  for flag in ('--scheduler_lr_scale=0.1', '--noclip_scheduler_apart'):
+    proc = _run('vc_text8', [f'--data_dir={tmp_path}', '--cell=elman',
+                             f'--workdir={tmp_path / "e2"}', flag] + TINY,
+                tmp_path)
+    assert proc.returncode == 2 and proc.stderr.count('\n') == 1
+    assert f'{flag.split("=")[0].replace("--no", "--")} is for the VC cells' in (
+        proc.stderr)
 
 
 @pytest.mark.parametrize('setting', ['guide'])
