@@ -172,6 +172,16 @@ def test_clip_apart_clips_each_group_by_its_own_norm():
                                clip_apart=('gate',))).init(params)
 
 
+def test_training_logs_the_gradient_norm_of_each_group_clipped_apart(
+    tmp_path):
+  result = train_and_evaluate(
+      _toy_experiment([], []), _config(grad_clip_norm=1.0, clip_apart=('w',)),
+      tmp_path)
+  for h in result.history:   # 'w' is every parameter: the two norms agree
+    assert h['train_grad_norm_w'] == pytest.approx(h['train_grad_norm'])
+    assert h['train_grad_norm'] > 0
+
+
 # ----------------------------------------------------------------------------
 # Language models.
 

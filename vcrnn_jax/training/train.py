@@ -96,7 +96,9 @@ class TrainConfig:
   the gradient of the parameters under each name to ``grad_clip_norm`` by
   its own global norm, and the rest by theirs, so that one module's large
   gradient (the VC scheduler's grows with ``lambda * D``) does not scale
-  down every other parameter's.
+  down every other parameter's; each such group's norm before clipping is
+  logged as ``grad_norm_<name>`` (``train_grad_norm_<name>`` per
+  evaluation), next to the global ``grad_norm``.
   """
   steps: int = 10_000
   batch_size: int = 128
@@ -241,6 +243,11 @@ def make_optimizer(config: TrainConfig) -> optax.GradientTransformation:
 
 def _path_keys(path) -> set:
   return {getattr(k, 'key', getattr(k, 'name', None)) for k in path}
+
+
+def _leaves_under(tree, name) -> list:
+  return [leaf for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]
+          if name in _path_keys(path)]
 
 
 def _check_names_found(what, names, params):
@@ -404,7 +411,7 @@ def _progress_values(window: list) -> dict:
   """What the bar shows: the loss function's own metrics, else the loss."""
   last = window[-1]
   shown = {k: v for k, v in last.items()
-           if k not in ('loss_total', 'grad_norm')}
+           if k != 'loss_total' and not k.startswith('grad_norm')}
   if not shown:
     shown = {'loss': last['loss_total']}
   return {k: f'{v:.4g}' for k, v in list(shown.items())[:4]}
@@ -499,6 +506,8 @@ def train_and_evaluate(experiment: Experiment, config: TrainConfig,
     updates, opt_state = tx.update(grads, state.opt_state, state.params)
     params = optax.apply_updates(state.params, updates)
     metrics = dict(metrics, grad_norm=_global_norm(grads))
+    for name in config.clip_apart:   # the share of each group clipped apart
+      metrics[f'grad_norm_{name}'] = _global_norm(_leaves_under(grads, name))
     return TrainState(params, opt_state, state.step + 1,
                       state.data_key, carry), loss, metrics
 
