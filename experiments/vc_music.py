@@ -27,15 +27,16 @@ Reduced size on a 2-core CPU (BUILD_NOTES.md has every run)::
       --hidden_size=128 --steps=1500 --eval_every=750 \
       --sharpness_every=150 --penalty_weight=0.1
 
-On CPU-2 it reaches valid perplexity 10.05 at RNN-d 111 (``--cell=elman``,
-same budget: 10.24), with mean m_t 0.543 on bar lines against 0.883 on
+On CPU-2 it reaches valid perplexity 9.87 at RNN-d 110 (``--cell=elman``,
+same budget: 10.24), with mean m_t 0.551 on bar lines against 0.878 on
 notes (Table 2's direction; the paper: 0.14 against 0.46).
 
 Deviations and choices: the shared file has 2,000 tunes (the paper: 19,511,
 split 16,000/1,511/2,000 with no melody's variations across subsets, which
 folk-rnn's files do not record); the paper's 730 symbols become the pairs
 of those tunes; m_bar 0.5 (the paper: 0.2-0.5); Adam 1e-3, clip 1, batch
-32, BPTT 100, penalty weight 1, epsilon 0.01 as vc_ptb.
+32, BPTT 100, penalty weight 1, epsilon 0.01 as vc_ptb, the scheduler's
+gradient clipped apart (experiments/_vc.py says why).
 """
 
 from absl import flags

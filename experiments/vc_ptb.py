@@ -40,17 +40,20 @@ Reduced size on a 2-core CPU (BUILD_NOTES.md has every run)::
       --hidden_size=256 --steps=3000 --eval_every=1500 \
       --sharpness_every=300 --max_symbols=4000000 --penalty_weight=0.01
 
-On CPU-2 (one core each, ~7 and ~3 min): the first reaches 1.920 valid bpc
-at RNN-d 340 (``--cell=elman``, same budget: 1.757), with mean m_t 0.837 on
-word boundaries against 0.599 inside words (the paper's Fig. 3 direction);
-the second reaches 0.3275 bits per bit, with m_t repeating every 8 bits
-and, on this seed, peaking on each character's first bit (0.876).
+On CPU-2 (one core each, ~7 and ~3 min): the first reaches 1.808 valid bpc
+at RNN-d 339 (``--cell=elman --hidden_size=352``, same budget: 1.824;
+seeds 1 and 2: 1.881 and 1.823 against 1.815 and 1.822), with mean m_t
+0.822 on word boundaries against 0.599 inside words (the paper's Fig. 3
+direction); the second reaches 0.3278 bits per bit, with m_t repeating
+every 8 bits and, on this seed, peaking on each character's first bit
+(0.886).
 
 Deviations and choices: the paper gives no optimiser, batch, BPTT length,
-penalty weight or epsilon (see experiments/_vc.py: Adam 1e-3, clip 1, batch
-32, BPTT 100, weight 1, epsilon 0.01); the soft mask indexes dimensions
-from 0 (vc.soft_mask's warning); ``--sharpness_every`` lets short runs reach
-a sharp mask in fewer steps than an epoch per increment.
+penalty weight or epsilon (see experiments/_vc.py: Adam 1e-3, clip 1 with
+the scheduler clipped apart, batch 32, BPTT 100, weight 1, epsilon 0.01);
+the soft mask indexes dimensions from 0 (vc.soft_mask's warning);
+``--sharpness_every`` lets short runs reach a sharp mask in fewer steps
+than an epoch per increment.
 """
 
 from absl import flags

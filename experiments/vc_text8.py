@@ -20,8 +20,9 @@ no measured result here; ``--max_symbols`` (or ``--max_chars``, read at
 load time) gives quick runs. One epoch is 90M / (32 * 100) = 28,125 steps,
 so the default 10 epochs take the sharpness to 1 as the paper's schedule.
 
-Deviations and choices: as vc_ptb (Adam 1e-3, clip 1, batch 32, BPTT 100,
-penalty weight 1, epsilon 0.01; the paper gives none of them).
+Deviations and choices: as vc_ptb (Adam 1e-3, clip 1 with the scheduler
+apart, batch 32, BPTT 100, penalty weight 1, epsilon 0.01; the paper gives
+none of them).
 """
 
 from absl import flags
