@@ -25,6 +25,7 @@ bpc instead of 1.920 and 1.920 (seeds 0, 1) on char PTB at 3,000 updates
 
 import json
 import pathlib
+import re
 from typing import Any, Callable, Mapping, Optional, Sequence
 
 import numpy as np
@@ -148,13 +149,19 @@ def _period_text(found: Mapping[str, Any], char_period: int) -> str:
                  f'{char_period})')
 
 
+def _natural_key(c) -> list:
+  # 'buffer 2' before 'buffer 10': digit runs compare as numbers.
+  return [(0, int(t), '') if t.isdigit() else (1, 0, t)
+          for t in re.split(r'(\d+)', str(c)) if t]
+
+
 def _class_order(classes: Sequence[Any]) -> list:
-  """Classes in first-appearance order, or numerically if all are numbers."""
+  """The classes sorted numerically if all are numbers, else naturally."""
   seen = list(dict.fromkeys(c for c in classes if c is not None))
   try:
     return sorted(seen, key=float)
   except (TypeError, ValueError):
-    return sorted(seen, key=str)
+    return sorted(seen, key=_natural_key)
 
 
 # Per analysed stream: symbols (the labels of the plot) and classes.

@@ -25,8 +25,10 @@ m_t (``m``) and RNN-d (``rnn_d`` from the dimensions the soft mask updates,
   words, ``m_by_class.png``, and m_t along the valid text,
   ``m_over_text.png`` (Fig. 3);
 * bit level: the period of m_t and of the updates of the highest 5% of
-  dimensions (autocorrelation peak), their mean per bit position and on
-  buffer bits, ``m_by_class.png`` and ``bits_top_dims.png`` (Fig. 2).
+  dimensions (autocorrelation peak), their mean per bit position, on
+  buffer bits and per buffer bit (``buffer 1`` .. ``buffer B``, counted
+  from the character before), ``m_by_class.png`` and ``bits_top_dims.png``
+  (Fig. 2).
 
 Rerunning the same command resumes from the last checkpoint in the workdir
 (``runs/vc_ptb/cell=..._seed=0_<non-default flags>``).
@@ -100,8 +102,10 @@ def main(argv):
     def classes(ids, offset):
       pos = positions[offset:offset + len(ids)]
       kinds = ['buffer bit' if p < 0 else 'character bit' for p in pos]
-      return {'bit kind': kinds,
-              'bit position': vc_lm.bit_classes(pos)}
+      out = {'bit kind': kinds, 'bit position': vc_lm.bit_classes(pos)}
+      if FLAGS.buffer_bits:
+        out['buffer bit'] = vc_lm.buffer_classes(pos)
+      return out
 
     bits = {'positions': positions, 'period': ds.meta['period'],
             'chars': char_vocab.decode(ds.meta['char_ids']['valid'][:5000])}

@@ -77,6 +77,8 @@ def test_vc_ptb_bit_level_with_buffer_measures_the_period(tmp_path,
   analysis = _results(workdir)['analysis']
   assert set(analysis['mean_m_by_class']['bit kind']) == {
       'character bit', 'buffer bit'}
+  assert list(analysis['mean_m_by_class']['buffer bit']) == [
+      f'buffer {k}' for k in range(1, 9)] + ['character bit']
   found = analysis['period_m']
   assert 2 <= found['fundamental'] <= found['period'] <= 64
   assert -1 <= found['at_character_period'] <= 1
@@ -165,6 +167,17 @@ def test_music_classes_and_note_lengths():
                            'bar', 'note', 'other', 'note']
   assert found['length'] == [None, '2', '0.5', '1', None, None, None, '0.5',
                              None, '1.5']
+
+
+def test_buffer_classes_count_the_buffer_bits_after_each_character():
+  positions = [0, 1, -1, -1, -1, 0, 1, -1]
+  assert vc_lm.buffer_classes(positions) == [
+      'character bit', 'character bit', 'buffer 1', 'buffer 2', 'buffer 3',
+      'character bit', 'character bit', 'buffer 1']
+  from experiments import _vc   # pylint: disable=g-import-not-at-top
+  assert _vc._class_order(['buffer 10', 'character bit', 'buffer 2',
+                           'buffer 1']) == [
+      'buffer 1', 'buffer 2', 'buffer 10', 'character bit']
 
 
 def test_word_position_classes_tell_word_ends_from_boundaries():

@@ -438,6 +438,17 @@ def bit_classes(positions: Sequence[int]) -> list:
   return ['buffer' if int(p) < 0 else f'bit {int(p)}' for p in positions]
 
 
+def buffer_classes(positions: Sequence[int]) -> list:
+  """``'buffer 1'`` .. ``'buffer B'`` (the k-th buffer bit after a
+  character) or ``'character bit'``: where in the buffer m_t rises or falls
+  (Fig. 2 with buffers)."""
+  out, run = [], 0
+  for p in positions:
+    run = run + 1 if int(p) < 0 else 0
+    out.append(f'buffer {run}' if run else 'character bit')
+  return out
+
+
 def summary(values: Mapping[str, Any]) -> dict:
   """JSON-ready copy of an analysis dict (floats, ints, lists)."""
   def clean(v):
