@@ -213,8 +213,6 @@ def train_and_analyse(
     if FLAGS[name].value != FLAGS[name].default and not spec.variable:
       raise ValueError(f'--{name} is for the VC cells {vc_lm.VC_CELLS}; '
                        f'--cell={FLAGS.cell} has no scheduler.')
-  if FLAGS.clip_scheduler_apart and FLAGS.grad_clip_norm is None:
-    raise ValueError('--clip_scheduler_apart needs --grad_clip_norm.')
   task = vc_lm.lm_task(spec, train_stream, valid_stream, vocab_size,
                        batch_size=FLAGS.batch_size, seq_len=FLAGS.seq_len,
                        boundary_ids=boundary_ids,
