@@ -9,18 +9,18 @@ measure where the scheduler computes on the valid split and plot it.
 Training defaults (the paper gives no optimiser, batch or BPTT length):
 Adam at learning rate 1e-3, gradients clipped to norm 1 (the scheduler's
 u, v, b by their own norm and the rest by theirs: ``--clip_scheduler_apart``,
-see below), batch 32,
-truncated BPTT over 100 symbols with the state carried, penalty weight 1 on
-the per-window sum of |m_t - m_bar| (the same scale as the summed NLL in
-nats), evaluation every epoch over the whole valid stream (state carried).
+see below), batch 32, truncated BPTT over 100 symbols with the state
+carried, penalty weight 1 on the per-window sum of |m_t - m_bar| (the same
+scale as the summed NLL in nats), evaluation every epoch over the whole
+valid stream (state carried).
 
 Why the scheduler is clipped apart: its gradient grows with lambda * D
 (the soft mask's slope in m_t) and, in a trained VCRNN-512, is 1,533 of
-the global gradient norm of 1,541, so one global clip divides
-every other parameter's gradient by ~1,500 where an Elman network's is
-divided by ~50. Clipped apart, VCRNN-512 reaches 1.808 and 1.881 valid
-bpc instead of 1.920 and 1.920 (seeds 0, 1) on char PTB at 3,000 updates
-(BUILD_NOTES.md, VCRNN, fifth session).
+the global gradient norm of 1,541, so one global clip divides every other
+parameter's gradient by ~1,500 where an Elman network's is divided by ~50.
+Clipped apart, VCRNN-512 reaches 1.808 and 1.881 valid bpc instead of
+1.920 and 1.920 (seeds 0, 1) on char PTB at 3,000 updates (BUILD_NOTES.md,
+VCRNN, fifth session).
 """
 
 import json

@@ -35,8 +35,8 @@ On CPU-2 it reaches 3.099 valid bpc with m_t 0.799 on whitespace against
 gets no more computation than the inside of words on these corpora.
 
 Deviations and choices: as vc_ptb (Adam 1e-3, clip 1 with the scheduler
-apart, batch 32, BPTT 100, penalty weight 1, epsilon 0.01); characters seen fewer than --min_count
-times in train become one unknown symbol.
+apart, batch 32, BPTT 100, penalty weight 1, epsilon 0.01); characters
+seen fewer than --min_count times in train become one unknown symbol.
 """
 
 from absl import flags

@@ -311,11 +311,13 @@ def scale_by_key(scales) -> optax.GradientTransformation:
     _check_names_found('lr_scales', [name for name, _ in scales], params)
     return optax.EmptyState()
 
+  def scaled(path, u):
+    f = factor(path)
+    return u if f == 1 else u * f
+
   def update_fn(updates, state, params=None):
     del params
-    return jax.tree_util.tree_map_with_path(
-        lambda path, u: u * factor(path) if factor(path) != 1 else u,
-        updates), state
+    return jax.tree_util.tree_map_with_path(scaled, updates), state
 
   return optax.GradientTransformation(init_fn, update_fn)
 
