@@ -164,6 +164,11 @@ def _class_order(classes: Sequence[Any]) -> list:
     return sorted(seen, key=_natural_key)
 
 
+# The share of steps vc_lm.peak_steps marks: rarer than one step per
+# character at bit level (8-32 bits) or per word at character level (~5.5),
+# so the marks fall on the largest update of such a unit.
+PEAK_FRACTION = 0.05
+
 # Per analysed stream: symbols (the labels of the plot) and classes.
 Classes = Callable[[np.ndarray, int], Mapping[str, Sequence[Any]]]
 
@@ -271,6 +276,14 @@ def _analyse(task, spec, result, workdir, valid_stream, decode, classes,
       analysis['mean_m_by_class'] = groups
       for g, c in groups.items():
         print(f'mean m_t by {g}: {_format_classes(c)}')
+      peaks = vc_lm.peak_steps(m, PEAK_FRACTION).astype(np.float64)
+      analysis['peak_rate_by_class'] = {
+          g: vc_lm.mean_by_class(peaks, c, order=_class_order(c))
+          for g, c in classes(ids[:-1], 0).items()}
+      for g, c in analysis['peak_rate_by_class'].items():
+        print(f'rate of the {PEAK_FRACTION:.0%} largest m_t by {g} '
+              f'({PEAK_FRACTION:g} without preference): '
+              f'{_format_classes(c)}')
       path = vc_plots.plot_mean_by_class(
           groups, workdir / 'm_by_class.png',
           title=f'{spec.name}: mean m_t per symbol class ({n} valid '

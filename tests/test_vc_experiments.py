@@ -79,6 +79,10 @@ def test_vc_ptb_bit_level_with_buffer_measures_the_period(tmp_path,
       'character bit', 'buffer bit'}
   assert list(analysis['mean_m_by_class']['buffer bit']) == [
       f'buffer {k}' for k in range(1, 9)] + ['character bit']
+  rates = analysis['peak_rate_by_class']['bit kind']
+  assert set(rates) == {'character bit', 'buffer bit'}
+  assert all(0 <= r['mean'] <= 1 for r in rates.values())
+  assert 'rate of the 5% largest m_t by bit kind' in proc.stdout
   found = analysis['period_m']
   assert 2 <= found['fundamental'] <= found['period'] <= 64
   assert -1 <= found['at_character_period'] <= 1
@@ -214,3 +218,18 @@ def test_dominant_period_finds_eight_and_mean_by_class():
 def test_top_dims_usage_follows_m():
   usage = vc_lm.top_dims_usage([0.1, 0.99, 1.0], 100, 1.0)
   assert usage[0] == 0 and 0 < usage[1] < usage[2] <= 1
+
+
+def test_peak_steps_marks_the_largest_updates_and_their_class_rate():
+  # A spike every 20 steps on top of a ramp: the 5% largest are the spikes.
+  t = np.arange(400)
+  m = 0.4 + 0.001 * (t % 20) + 0.5 * (t % 20 == 3)
+  peaks = vc_lm.peak_steps(m, 0.05)
+  np.testing.assert_array_equal(np.flatnonzero(peaks), t[t % 20 == 3])
+  rate = vc_lm.mean_by_class(peaks.astype(float),
+                             ['spike' if i % 20 == 3 else 'other' for i in t])
+  assert rate['spike']['mean'] == 1.0 and rate['other']['mean'] == 0.0
+  assert not vc_lm.peak_steps(np.full(50, 0.5)).any()  # ties: none marked
+  assert vc_lm.peak_steps([]).shape == (0,)
+  with pytest.raises(ValueError, match='fraction'):
+    vc_lm.peak_steps(m, 1.0)

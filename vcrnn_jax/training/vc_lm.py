@@ -16,8 +16,10 @@ them (truncated BPTT with the state carried): this module adds no trainer.
 * the analysis of a trained scheduler: mean :math:`m_t` per symbol class
   (:func:`mean_by_class`: word boundaries, music's bar lines, rests and note
   lengths, :func:`music_classes`), the use of the highest dimensions
-  (:func:`top_dims_usage`, Fig. 2) and the period of a per-step signal
-  (:func:`dominant_period`, Fig. 2's "roughly every 8 bits").
+  (:func:`top_dims_usage`, Fig. 2), the steps of the largest updates
+  (:func:`peak_steps`, Fig. 2 and 3 at any size) and the period of a
+  per-step signal (:func:`dominant_period`, Fig. 2's "roughly every 8
+  bits").
 
 Example::
 
@@ -253,6 +255,36 @@ def top_dims_usage(m: Any, hidden_size: int, sharpness_value: float, *,
                               hidden_size, sharpness_value, epsilon))
   return e[..., hidden_size - min(top, hidden_size):].mean(-1).astype(
       np.float64)
+
+
+def peak_steps(m: Any, fraction: float = 0.05) -> np.ndarray:
+  r"""The steps whose :math:`m_t` is among the largest ``fraction`` of all.
+
+  Fig. 2 and 3 read the schedule off the highest dimensions (950-1000 of
+  1000), which only the largest :math:`m_t` reach: "the higher dimensions
+  are used about once per word". A model whose :math:`m_t` never reaches
+  0.95 never updates those dimensions (:func:`top_dims_usage` is 0), so
+  this marks the steps that reach the highest dimensions *this* model
+  uses: those above the ``1 - fraction`` quantile of :math:`m_t`. The mean
+  of the mark over a symbol class (:func:`mean_by_class`) is the rate at
+  which that class gets one of the largest updates; ``fraction`` is the
+  rate of a class without preference. Ties at the quantile are left out,
+  so a constant :math:`m_t` marks no step.
+
+  Args:
+    m: ``[T]`` scheduler outputs.
+    fraction: in ``(0, 1)``, the share of steps marked.
+
+  Returns:
+    ``[T]`` booleans.
+  """
+  if not 0.0 < fraction < 1.0:
+    raise ValueError(f'peak_steps: fraction must be in (0, 1), got '
+                     f'{fraction!r}.')
+  m = np.asarray(m, np.float64).reshape(-1)
+  if m.size == 0:
+    return np.zeros(0, bool)
+  return m > np.quantile(m, 1.0 - fraction)
 
 
 def dominant_period(signal: Any, max_lag: int, min_lag: int = 2, *,
