@@ -19,7 +19,8 @@ paper gives neither value nor the model size; defaults here: m_bar 0.3,
 boundary 0.8, D = 1024, 20 epochs. The model, loss, sharpness schedule and
 logged metrics are those of vc_ptb (bits per character, mean m_t, RNN-d at
 every evaluation); the analysis gives mean m_t on whitespace vs inside words
-(``m_by_class.png``) and m_t along the valid text (``m_over_text.png``,
+and by position in the word (``m_by_class.png``), the rate at which each
+gets one of the 5% largest m_t (``peak_rate_by_class``) and m_t along the valid text (``m_over_text.png``,
 Fig. 3 and 5), all numbers in ``<workdir>/results.json``. Rerunning the
 command resumes. ``--cell=elman`` etc. trains Fig. 4's constant baselines.
 

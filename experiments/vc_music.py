@@ -17,7 +17,8 @@ symbol (``perplexity``; ``bpc`` is its log2). After training, mean m_t per
 symbol kind (bar lines, rests, notes, other) and per note length (Table 2;
 a length is the duration token's value in units, triplets are not
 rescaled) over the valid tunes (``m_by_class.png``), m_t along the first
-valid tunes (``m_over_text.png``), all numbers in
+valid tunes (``m_over_text.png``), the rate at which each kind gets one of
+the 5% largest m_t (``peak_rate_by_class``), all numbers in
 ``<workdir>/results.json``. Rerunning the command resumes.
 
 Reduced size on a 2-core CPU (BUILD_NOTES.md has every run)::

@@ -28,7 +28,11 @@ m_t (``m``) and RNN-d (``rnn_d`` from the dimensions the soft mask updates,
   dimensions (autocorrelation peak), their mean per bit position, on
   buffer bits and per buffer bit (``buffer 1`` .. ``buffer B``, counted
   from the character before), ``m_by_class.png`` and ``bits_top_dims.png``
-  (Fig. 2).
+  (Fig. 2);
+* for every grouping, also the rate at which each class gets one of the 5%
+  largest m_t (``peak_rate_by_class``; 0.05 is no preference): Fig. 2 and
+  3 show the highest dimensions, which only the largest m_t reach, so this
+  is their picture at a size where m_t never reaches 0.95.
 
 Rerunning the same command resumes from the last checkpoint in the workdir
 (``runs/vc_ptb/cell=..._seed=0_<non-default flags>``).
