@@ -77,6 +77,11 @@ flags.DEFINE_enum('level', 'char', ['char', 'bit'], 'Character level (50 '
                   'most significant bit first).')
 flags.DEFINE_integer('buffer_bits', 0, 'Bit level: zero bits added after '
                      'every character (Fig. 2: 0, 8 or 24).', lower_bound=0)
+_common.define_float('boundary_target', None, 'Char level: the "guide" '
+                     'setting of Sec. 5.2.2 on PTB, this m_bar where the '
+                     'input is a word boundary (_ or a line end) and '
+                     '--target elsewhere. Unset: the paper\'s PTB setting, '
+                     'one target everywhere.', upper=1.0001)
 _vc.define_flags(cell='vcrnn', hidden_size=1024, epochs=20)
 _common.define_workdir('runs/vc_ptb/cell=<cell>_seed=<seed>_<flags>')
 flags.adopt_module_key_flags(_common)
@@ -88,6 +93,8 @@ def main(argv):
   del argv
   if FLAGS.buffer_bits and FLAGS.level != 'bit':
     raise ValueError('--buffer_bits is for --level=bit only.')
+  if FLAGS.boundary_target is not None and FLAGS.level != 'char':
+    raise ValueError('--boundary_target is for --level=char only.')
   if FLAGS.level == 'char':
     ds = data.load('ptb_char', FLAGS.data_dir, word_boundaries=True)
     bounds = [ds.vocab.token_to_id[c] for c in ('_', '\n')
@@ -118,6 +125,8 @@ def main(argv):
       'vc_ptb', _vc.truncate(ds.train), _vc.truncate(ds.valid),
       _vc.truncate(ds.test), ds.vocab.size, decode=ds.vocab.decode,
       classes=classes, boundary_ids=bounds, bits=bits,
+      boundary_target=(None if FLAGS.boundary_target is None
+                       else min(FLAGS.boundary_target, 1.0)),
       leading=('level', 'cell', 'seed'))
 
 

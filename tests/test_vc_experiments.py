@@ -65,6 +65,15 @@ def test_vc_ptb_char_trains_logs_m_and_rnn_d_and_resumes(tmp_path,
   proc = _run('vc_ptb', args + ['--target=0.3'], tmp_path)
   assert proc.returncode == 2 and 'holds a run' in proc.stderr
   assert 'Traceback' not in proc.stderr
+  # The guide setting on PTB: the boundary's own target reaches the penalty.
+  guided = tmp_path / 'guided'
+  swap = {'--workdir': f'--workdir={guided}', '--steps': '--steps=2'}
+  proc = _run('vc_ptb', [swap.get(a.split('=')[0], a) for a in args]
+              + ['--boundary_target=1.0'], tmp_path)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  plain = _metrics(workdir)[0]
+  assert _metrics(guided)[0]['train_loss_total'] != pytest.approx(
+      plain['train_loss_total'])
 
 
 def test_vc_ptb_bit_level_with_buffer_measures_the_period(tmp_path,
@@ -106,6 +115,9 @@ def test_vc_ptb_baseline_and_bad_flags(tmp_path, shared_data_dir):
   proc = _run('vc_ptb', ['--buffer_bits=8'], tmp_path)
   assert proc.returncode == 2 and proc.stderr.count('\n') == 1
   assert '--buffer_bits is for --level=bit' in proc.stderr
+  proc = _run('vc_ptb', ['--level=bit', '--boundary_target=0.8'], tmp_path)
+  assert proc.returncode == 2 and proc.stderr.count('\n') == 1
+  assert '--boundary_target is for --level=char' in proc.stderr
 
 
 def test_vc_text8_on_a_small_file_in_the_text8_format(tmp_path):
