@@ -59,7 +59,9 @@ penalty weight or epsilon (see experiments/_vc.py: Adam 1e-3, clip 1 with
 the scheduler clipped apart, batch 32, BPTT 100, weight 1, epsilon 0.01);
 the soft mask indexes dimensions from 0 (vc.soft_mask's warning);
 ``--sharpness_every`` lets short runs reach a sharp mask in fewer steps
-than an epoch per increment.
+than an epoch per increment; ``--boundary_target`` applies the "guide"
+setting, which the paper uses only on Europarl (Sec. 5.2.2), to PTB
+characters.
 """
 
 from absl import flags
