@@ -119,7 +119,9 @@ def spec_from_flags(steps_per_epoch: int,
   return vc_lm.check_spec(vc_lm.ModelSpec(
       cell=FLAGS.cell, hidden_size=FLAGS.hidden_size,
       steps_per_epoch=FLAGS.sharpness_every or steps_per_epoch,
-      target=min(FLAGS.target, 1.0), boundary_target=boundary_target,
+      target=min(FLAGS.target, 1.0),
+      boundary_target=(None if boundary_target is None
+                       else min(boundary_target, 1.0)),
       penalty_weight=FLAGS.penalty_weight, penalty_norm=FLAGS.penalty_norm,
       symmetric=FLAGS.penalty_symmetric,
       sharpness_initial=FLAGS.sharpness_initial,
@@ -271,15 +273,17 @@ def _analyse(task, spec, result, workdir, valid_stream, decode, classes,
     m = task.per_step(result.params, ids, result.step)['m']
     analysis['mean_m'] = float(m.mean())
     if classes is not None:
-      groups = {g: vc_lm.mean_by_class(m, c, order=_class_order(c))
-                for g, c in classes(ids[:-1], 0).items()}
+      labelled = {g: (c, _class_order(c))
+                  for g, c in classes(ids[:-1], 0).items()}
+      groups = {g: vc_lm.mean_by_class(m, c, order=order)
+                for g, (c, order) in labelled.items()}
       analysis['mean_m_by_class'] = groups
       for g, c in groups.items():
         print(f'mean m_t by {g}: {_format_classes(c)}')
       peaks = vc_lm.peak_steps(m, PEAK_FRACTION).astype(np.float64)
       analysis['peak_rate_by_class'] = {
-          g: vc_lm.mean_by_class(peaks, c, order=_class_order(c))
-          for g, c in classes(ids[:-1], 0).items()}
+          g: vc_lm.mean_by_class(peaks, c, order=order)
+          for g, (c, order) in labelled.items()}
       for g, c in analysis['peak_rate_by_class'].items():
         print(f'rate of the {PEAK_FRACTION:.0%} largest m_t by {g} '
               f'({PEAK_FRACTION:g} without preference): '

@@ -20,9 +20,10 @@ boundary 0.8, D = 1024, 20 epochs. The model, loss, sharpness schedule and
 logged metrics are those of vc_ptb (bits per character, mean m_t, RNN-d at
 every evaluation); the analysis gives mean m_t on whitespace vs inside words
 and by position in the word (``m_by_class.png``), the rate at which each
-gets one of the 5% largest m_t (``peak_rate_by_class``) and m_t along the valid text (``m_over_text.png``,
-Fig. 3 and 5), all numbers in ``<workdir>/results.json``. Rerunning the
-command resumes. ``--cell=elman`` etc. trains Fig. 4's constant baselines.
+gets one of the 5% largest m_t (``peak_rate_by_class``) and m_t along the
+valid text (``m_over_text.png``, Fig. 3 and 5), all numbers in
+``<workdir>/results.json``. Rerunning the command resumes.
+``--cell=elman`` etc. trains Fig. 4's constant baselines.
 
 Reduced size on a 2-core CPU (BUILD_NOTES.md has every run)::
 
@@ -87,7 +88,7 @@ def main(argv):
       'vc_europarl', _vc.truncate(ds.train), _vc.truncate(ds.valid),
       _vc.truncate(ds.test), ds.vocab.size, decode=ds.vocab.decode,
       classes=classes, boundary_ids=bounds,
-      boundary_target=min(FLAGS.boundary_target, 1.0) if guide else None,
+      boundary_target=FLAGS.boundary_target if guide else None,
       leading=('setting', 'cell', 'seed'))
 
 

@@ -131,8 +131,7 @@ def main(argv):
       'vc_ptb', _vc.truncate(ds.train), _vc.truncate(ds.valid),
       _vc.truncate(ds.test), ds.vocab.size, decode=ds.vocab.decode,
       classes=classes, boundary_ids=bounds, bits=bits,
-      boundary_target=(None if FLAGS.boundary_target is None
-                       else min(FLAGS.boundary_target, 1.0)),
+      boundary_target=FLAGS.boundary_target,
       leading=('level', 'cell', 'seed'))
 
 
