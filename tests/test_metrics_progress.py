@@ -4,6 +4,7 @@ import io
 import json
 import math
 import os
+import pathlib
 import re
 import struct
 import sys
@@ -57,7 +58,7 @@ def test_writes_jsonl_and_tensorboard(tmp_path):
   assert first['error'] == 0.25
   assert abs(first['time'] - time.time()) < 60
   second = json.loads(lines[1])
-  assert second['bad'] == 'nan' and second['big'] == 'inf'
+  assert second['bad'] is None and second['big'] == 'inf'   # null for NaN
   assert second['count'] == 3.0 and isinstance(second['count'], float)
 
   records = read_metrics(tmp_path / 'metrics.jsonl')
@@ -70,6 +71,39 @@ def test_writes_jsonl_and_tensorboard(tmp_path):
   scalars = _scalars(events)
   assert (10, 'loss', 0.5) in scalars and (20, 'loss', 0.125) in scalars
   assert (10, 'error', 0.25) in scalars
+
+
+def test_a_killed_run_keeps_every_logged_evaluation_in_tensorboard(tmp_path):
+  # The writer's process dies by SIGKILL right after logging: no close, no
+  # timed flush. metrics.jsonl and TensorBoard must both hold every step.
+  import subprocess  # pylint: disable=g-import-not-at-top
+  code = (
+      'import os, signal, sys\n'
+      'from vcrnn_jax.training.metric_writer import MetricsWriter\n'
+      'w = MetricsWriter(sys.argv[1])\n'
+      'for step in (100, 200, 300):\n'
+      '  w.write(step, {"loss": step / 1000})\n'
+      'os.kill(os.getpid(), signal.SIGKILL)\n')
+  repo = str(pathlib.Path(__file__).resolve().parents[1])
+  env = dict(os.environ, PYTHONPATH=repo)
+  proc = subprocess.run([sys.executable, '-c', code, str(tmp_path)], env=env,
+                        capture_output=True, text=True, timeout=120)
+  assert proc.returncode == -9, proc.stderr
+  assert [r['step'] for r in read_metrics(tmp_path)] == [100, 200, 300]
+  _, events = _read_events(tmp_path / 'tensorboard')
+  assert sorted(s for s, tag, _ in _scalars(events) if tag == 'loss') == [
+      100, 200, 300]
+
+
+def test_nan_is_written_as_null_and_read_back(tmp_path):
+  with MetricsWriter(tmp_path) as writer:
+    writer.write(1, {'steps_per_sec': float('nan'), 'loss': 1.0})
+  line = (tmp_path / 'metrics.jsonl').read_text()
+  assert '"steps_per_sec": null' in line and '"nan"' not in line
+  assert math.isnan(read_metrics(tmp_path)[0]['steps_per_sec'])
+  # Files of older versions wrote the string "nan": still read as NaN.
+  (tmp_path / 'metrics.jsonl').write_text('{"step": 2, "time": 0, "x": "nan"}\n')
+  assert math.isnan(read_metrics(tmp_path)[0]['x'])
 
 
 def test_resume_drops_later_lines_and_purges_tensorboard(tmp_path):

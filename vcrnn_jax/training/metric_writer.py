@@ -3,14 +3,19 @@
 :class:`MetricsWriter` appends one JSON object per call to
 ``<workdir>/metrics.jsonl``::
 
-  {"step": 100, "time": 1767225600.12, "loss": 0.6931, "error": "nan"}
+  {"step": 100, "time": 1767225600.12, "loss": 0.6931, "steps_per_sec": null}
 
 and writes the same values as TensorBoard scalars under
 ``<workdir>/tensorboard/`` with tensorboardX (no TensorFlow needed).
 
-JSON has no NaN or infinity, so non-finite values are written as the strings
-``"nan"``, ``"inf"`` and ``"-inf"`` (strict JSON that any reader accepts);
-:func:`read_metrics` turns them back into floats.
+JSON has no NaN or infinity: NaN (a value that could not be measured, such
+as the rate of a one-step interval) is written as ``null``, and infinities as
+the strings ``"inf"`` and ``"-inf"``, so every line is strict JSON;
+:func:`read_metrics` turns them back into floats (and reads the ``"nan"``
+strings of older files).
+
+Each line is flushed to disk as it is written, and so are its TensorBoard
+events: a killed run leaves every evaluation it logged in both.
 """
 
 from __future__ import annotations
@@ -51,13 +56,17 @@ def _to_float(name: str, value: Any) -> float:
   return float(array.reshape(()))
 
 
-def _encode(value: float) -> float | str:
+def _encode(value: float) -> float | str | None:
   if math.isfinite(value):
     return value
-  return 'nan' if math.isnan(value) else ('inf' if value > 0 else '-inf')
+  if math.isnan(value):
+    return None
+  return 'inf' if value > 0 else '-inf'
 
 
 def _decode(value: Any) -> Any:
+  if value is None:
+    return math.nan
   if isinstance(value, str) and value in _NON_FINITE:
     return _NON_FINITE[value]
   return value
@@ -170,14 +179,9 @@ class MetricsWriter:
       _drop_partial_last_line(self._path)
     self._file = open(self._path, 'a', encoding='utf-8')
 
-    # Imported here: tensorboardX pulls in protobuf, which only writers need.
-    import tensorboardX  # pylint: disable=g-import-not-at-top
-    self._tb = tensorboardX.SummaryWriter(
-        logdir=str(self._workdir / TENSORBOARD_DIRNAME),
-        # A purge event makes TensorBoard drop the earlier attempt's events
-        # after the resumed checkpoint, as the JSONL truncation does.
-        purge_step=None if resume_step is None else resume_step + 1,
-        flush_secs=10)
+    self._tb = _EventFile(self._workdir / TENSORBOARD_DIRNAME,
+                          purge_step=None if resume_step is None
+                          else resume_step + 1)
     self._closed = False
 
   @property
@@ -214,10 +218,11 @@ class MetricsWriter:
     record = {'step': step, 'time': now}
     record.update((k, _encode(v)) for k, v in values.items())
     self._file.write(json.dumps(record, allow_nan=False) + '\n')
-    # Flushed per line: the file is what a crashed run leaves behind.
+    # Flushed per line: the file is what a crashed run leaves behind. The
+    # TensorBoard events too, or a killed run's evaluations since the last
+    # timed flush are in metrics.jsonl but not in TensorBoard.
     self._file.flush()
-    for name, value in values.items():
-      self._tb.add_scalar(name, value, global_step=step, walltime=now)
+    self._tb.write_scalars(step, now, values)
 
   def flush(self) -> None:
     """Pushes buffered TensorBoard events to disk."""
@@ -238,6 +243,49 @@ class MetricsWriter:
 
   def __exit__(self, *exc_info) -> None:
     self.close()
+
+
+class _EventFile:
+  """TensorBoard scalars, written and flushed synchronously.
+
+  tensorboardX's ``SummaryWriter`` queues events for a background thread,
+  and its ``flush()`` does not wait for that queue: a process killed right
+  after logging loses those events. Writing on the caller's thread, then
+  flushing, puts every logged scalar on disk before :meth:`write` returns.
+  """
+
+  def __init__(self, logdir: pathlib.Path, *, purge_step: int | None):
+    # Imported here: tensorboardX pulls in protobuf, which only writers need.
+    # pylint: disable=g-import-not-at-top
+    from tensorboardX import event_file_writer
+    from tensorboardX import summary
+    from tensorboardX.proto import event_pb2
+    # pylint: enable=g-import-not-at-top
+    self._summary = summary
+    self._event_pb2 = event_pb2
+    logdir.mkdir(parents=True, exist_ok=True)
+    self._writer = event_file_writer.EventsWriter(str(logdir / 'events'))
+    if purge_step is not None:
+      # A START session log at a step makes TensorBoard drop the earlier
+      # attempt's events from that step on (as SummaryWriter(purge_step=)).
+      self._writer.write_event(event_pb2.Event(
+          step=purge_step, session_log=event_pb2.SessionLog(
+              status=event_pb2.SessionLog.START)))
+    self._writer.flush()
+
+  def write_scalars(self, step: int, wall_time: float,
+                    values: Mapping[str, float]) -> None:
+    for name, value in values.items():
+      self._writer.write_event(self._event_pb2.Event(
+          wall_time=wall_time, step=step,
+          summary=self._summary.scalar(name, value)))
+    self._writer.flush()
+
+  def flush(self) -> None:
+    self._writer.flush()
+
+  def close(self) -> None:
+    self._writer.close()
 
 
 def _drop_partial_last_line(path: pathlib.Path) -> None:
