@@ -202,3 +202,39 @@ def test_binary_eight_devices_equal_one_device(tmp_path):
   jax.tree_util.tree_map(
       lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6),
       p1, p8)
+
+
+def test_a_finished_run_rerun_reports_the_same_metrics(tmp_path):
+  # A run killed after its final checkpoint and rerun (or a finished one
+  # rerun) evaluates the checkpoint: its metrics keep the train_* fields.
+  first = train_and_evaluate(_experiment(), _config(), tmp_path)
+  again = train_and_evaluate(_experiment(), _config(), tmp_path)
+  assert again.step == first.step == 6
+  assert sorted(again.metrics) == sorted(first.metrics)
+  assert {'train_loss', 'steps_per_sec'} <= set(again.metrics)
+  for k, v in first.metrics.items():
+    assert again.metrics[k] == pytest.approx(v, nan_ok=True), k
+
+
+def test_fewer_steps_than_the_checkpoint_is_one_clear_error(tmp_path):
+  train_and_evaluate(_experiment(), _config(steps=4, eval_every=2), tmp_path)
+  with pytest.raises(ValueError) as e:
+    train_and_evaluate(_experiment(), _config(steps=2, eval_every=2),
+                       tmp_path)
+  assert str(e.value) == (
+      f'{tmp_path} is already at step 4, beyond --steps=2: rerun with '
+      '--steps=4 to evaluate that checkpoint only (more to train on), or '
+      'pass another --workdir.')
+
+
+def test_binary_rerun_with_fewer_steps_is_one_line(tmp_path):
+  args = TINY + ['--steps=4', '--eval_every=2', '--eval_batch_size=16',
+                 f'--workdir={tmp_path}']
+  proc = _run_binary(args)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  proc = _run_binary([a if a != '--steps=4' else '--steps=2' for a in args])
+  assert proc.returncode == 2
+  assert proc.stderr.strip().splitlines() == [
+      f'act_parity: error: {tmp_path} is already at step 4, beyond '
+      '--steps=2: rerun with --steps=4 to evaluate that checkpoint only '
+      '(more to train on), or pass another --workdir.']

@@ -38,7 +38,8 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from vcrnn_jax.core import check_positive_int
 from vcrnn_jax.training import distributed
 from vcrnn_jax.training.checkpoint import Checkpointer
-from vcrnn_jax.training.metric_writer import MetricsWriter
+from vcrnn_jax.training.metric_writer import (METRICS_FILENAME, MetricsWriter,
+                                              read_metrics)
 from vcrnn_jax.training.progress import Progress, summary_table
 
 
@@ -419,6 +420,24 @@ def _progress_values(window: list) -> dict:
   return {k: f'{v:.4g}' for k, v in list(shown.items())[:4]}
 
 
+def _logged_training_metrics(workdir: pathlib.Path, step: int) -> dict:
+  """The ``train_*`` metrics and ``steps_per_sec`` logged at ``step``.
+
+  A finished run that is rerun evaluates its checkpoint again, but the
+  training metrics of its last interval exist only in ``metrics.jsonl``
+  (written before the checkpoint): reading them back gives the rerun the
+  same metrics as the run that trained, whatever happened in between.
+  """
+  path = workdir / METRICS_FILENAME
+  if not path.is_file():
+    return {}
+  lines = [l for l in read_metrics(path) if l['step'] == step]
+  if not lines:
+    return {}
+  return {k: v for k, v in lines[-1].items()
+          if k.startswith('train_') or k == 'steps_per_sec'}
+
+
 def train_and_evaluate(experiment: Experiment, config: TrainConfig,
                        workdir, *,
                        on_checkpoint: Optional[Callable[[int], None]] = None,
@@ -488,6 +507,12 @@ def train_and_evaluate(experiment: Experiment, config: TrainConfig,
         f'the processes restored different steps from {workdir / "checkpoints"}'
         f' ({", ".join(steps)} on processes 0..{len(steps) - 1}): --workdir '
         'must be one folder that every process shares.')
+  if start > config.steps:
+    # Every process restored the same step, so every one raises this alike.
+    raise distributed.AgreedError(
+        f'{workdir} is already at step {start}, beyond --steps='
+        f'{config.steps}: rerun with --steps={start} to evaluate that '
+        'checkpoint only (more to train on), or pass another --workdir.')
   state_sharding = TrainState(
       replicated, replicated, replicated, replicated,
       batch_sharding if has_carry else None)
@@ -609,8 +634,9 @@ def train_and_evaluate(experiment: Experiment, config: TrainConfig,
     # checkpoint's metrics; metrics.jsonl already holds this step.
     say(f'Already at step {final_step} >= --steps={config.steps}; '
         'evaluating the checkpoint only.')
-    last_eval = {k: float(v) for k, v in
-                 experiment.evaluate(state.params, final_step).items()}
+    last_eval = {**_logged_training_metrics(workdir, final_step),
+                 **{k: float(v) for k, v in
+                    experiment.evaluate(state.params, final_step).items()}}
   if is_chief and not config.quiet:
     elapsed = time.time() - t_start
     rows = {'steps': f'{start} -> {final_step}',
