@@ -24,6 +24,7 @@ import traceback
 from typing import Callable, Iterable, Optional
 
 import jax
+import numpy as np
 from absl import app
 from absl import flags
 
@@ -499,3 +500,70 @@ def train(experiment: Experiment, config: TrainConfig, workdir) -> TrainResult:
 
   return train_and_evaluate(experiment, config, workdir,
                             on_checkpoint=on_checkpoint)
+
+
+# ----------------------------------------------------------------------------
+# What a run leaves: results.json first, then plots that may fail alone.
+
+RESULTS_FILENAME = 'results.json'
+
+
+def metric_sections(metrics: dict) -> dict:
+  """A run's final metrics in the one layout every ``results.json`` uses.
+
+  ``{'valid': held-out metrics, 'train': the train_* means of the last
+  interval (prefix dropped), 'steps_per_sec': rate}``: the training
+  metrics are not held-out numbers, so they do not sit under ``valid``.
+  """
+  valid = {k: v for k, v in metrics.items()
+           if not k.startswith('train_') and k != 'steps_per_sec'}
+  train = {k[len('train_'):]: v for k, v in metrics.items()
+           if k.startswith('train_')}
+  return {'valid': valid, 'train': train,
+          'steps_per_sec': metrics.get('steps_per_sec', math.nan)}
+
+
+def _json_ready(value):
+  if isinstance(value, dict):
+    return {str(k): _json_ready(v) for k, v in value.items()}
+  if isinstance(value, (list, tuple)):
+    return [_json_ready(v) for v in value]
+  if isinstance(value, np.ndarray):
+    return _json_ready(value.tolist())
+  if isinstance(value, (bool, np.bool_)):
+    return bool(value)
+  if isinstance(value, (int, np.integer)):
+    return int(value)
+  if isinstance(value, (float, np.floating)):
+    value = float(value)
+    return value if math.isfinite(value) else None   # JSON: null, not NaN
+  return value
+
+
+def write_results(workdir, results: dict) -> pathlib.Path:
+  """Writes ``<workdir>/results.json`` (strict JSON: NaN becomes null).
+
+  Binaries call this before any plot, so a plot that fails loses no
+  number. Only process 0 writes.
+  """
+  path = pathlib.Path(workdir) / RESULTS_FILENAME
+  if distributed.is_chief():
+    atomic_write(path, json.dumps(_json_ready(results), indent=1,
+                                  allow_nan=False) + '\n')
+    print(f'wrote {path}', flush=True)
+  return path
+
+
+def plot(what: str, draw: Callable[[], object]) -> Optional[object]:
+  """``draw()``, or a one-line warning if it fails (the run has succeeded).
+
+  Plots come after ``results.json``; a missing font, a full disk or a bad
+  matplotlib install must not turn a finished run into an error.
+  """
+  try:
+    return draw()
+  except Exception as e:  # pylint: disable=broad-exception-caught
+    sys.stderr.write(f'{_prog()}: warning: {what} not written: '
+                     f'{_first_line(e)}\n')
+    sys.stderr.flush()
+    return None

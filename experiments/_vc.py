@@ -23,7 +23,6 @@ Clipped apart, VCRNN-512 reaches 1.808 and 1.881 valid bpc instead of
 VCRNN, fifth session).
 """
 
-import json
 import pathlib
 import re
 from typing import Any, Callable, Mapping, Optional, Sequence
@@ -207,8 +206,10 @@ def train_and_analyse(
     leading: flags named first in the default workdir.
 
   Returns:
-    ``{'valid': metrics, 'test': metrics, 'analysis': {...}}`` (also written
-    to ``<workdir>/results.json``).
+    ``{'model', 'step', 'sharpness', 'parameters', 'valid': held-out
+    metrics, 'train': the last interval's training metrics,
+    'steps_per_sec', 'test': metrics, 'analysis': {...}}``, also written to
+    ``<workdir>/results.json`` (before any plot) by process 0.
   """
   _, per_epoch = lm.bptt_rows(train_stream, FLAGS.batch_size, FLAGS.seq_len)
   if per_epoch < 1:
@@ -216,9 +217,9 @@ def train_and_analyse(
                      f'short for --batch_size={FLAGS.batch_size} rows of '
                      f'--seq_len={FLAGS.seq_len}.')
   spec = spec_from_flags(per_epoch, boundary_target)
-  for name in ('scheduler_lr_scale', 'clip_scheduler_apart'):
-    if FLAGS[name].value != FLAGS[name].default and not spec.variable:
-      raise ValueError(f'--{name} is for the VC cells {vc_lm.VC_CELLS}; '
+  for flag in ('scheduler_lr_scale', 'clip_scheduler_apart'):
+    if FLAGS[flag].value != FLAGS[flag].default and not spec.variable:
+      raise ValueError(f'--{flag} is for the VC cells {vc_lm.VC_CELLS}; '
                        f'--cell={FLAGS.cell} has no scheduler.')
   task = vc_lm.lm_task(spec, train_stream, valid_stream, vocab_size,
                        batch_size=FLAGS.batch_size, seq_len=FLAGS.seq_len,
@@ -240,8 +241,7 @@ def train_and_analyse(
          'sharpness': vc_lm.sharpness_at(spec, result.step) if spec.variable
                       else None,
          'parameters': _parameter_count(result.params),
-         'valid': {k: v for k, v in valid.items()
-                   if isinstance(v, (int, float))},
+         **_common.metric_sections(valid),
          'test': test}
 
   def value(m):
@@ -251,90 +251,110 @@ def train_and_analyse(
         f'{value(test):.4f}, mean m_t {test["m"]:.3f}, RNN-d '
         f'{test["rnn_d"]:.0f} (from m_t: {test["rnn_d_m"]:.0f}), '
         f'{out["parameters"] / 1e6:.2f}M params, step {result.step}')
-  if spec.variable and distributed.is_chief():
-    out['analysis'] = _analyse(task, spec, result, workdir, valid_stream,
-                               decode, classes, bits)
-  if distributed.is_chief():
-    path = pathlib.Path(workdir) / 'results.json'
-    path.write_text(json.dumps(vc_lm.summary(out), indent=1) + '\n')
-    print(f'wrote {path}')
+  if not distributed.is_chief():
+    return out
+  plots = []
+  if spec.variable:
+    out['analysis'], plots = _analyse(task, spec, result, workdir,
+                                      valid_stream, decode, classes, bits)
+  _common.write_results(workdir, vc_lm.summary(out))
+  for what, draw in plots:
+    path = _common.plot(what, draw)
+    if path is not None:
+      print(f'wrote {path}')
   return out
 
 
 def _analyse(task, spec, result, workdir, valid_stream, decode, classes,
-             bits) -> dict:
-  from vcrnn_jax.analysis import vc_plots  # matplotlib is optional
+             bits) -> tuple[dict, list]:
+  """Where the scheduler computes: the numbers, and the plots to draw.
+
+  Returns ``(analysis, plots)``; ``plots`` are ``(name, draw)`` pairs that
+  the caller runs after ``results.json`` is written (``draw()`` returns
+  the path it wrote).
+  """
+  from vcrnn_jax.analysis import vc_plots  # pylint: disable=g-import-not-at-top
   workdir = pathlib.Path(workdir)
   lam = vc_lm.sharpness_at(spec, result.step)
   analysis: dict = {'sharpness': lam}
+  plots: list = []
   n = min(FLAGS.analysis_symbols, len(valid_stream) - 1)
   if n > 0:
     ids = np.asarray(valid_stream[:n + 1])
     m = task.per_step(result.params, ids, result.step)['m']
     analysis['mean_m'] = float(m.mean())
     if classes is not None:
-      labelled = {g: (c, _class_order(c))
-                  for g, c in classes(ids[:-1], 0).items()}
-      groups = {g: vc_lm.mean_by_class(m, c, order=order)
-                for g, (c, order) in labelled.items()}
-      analysis['mean_m_by_class'] = groups
-      for g, c in groups.items():
-        print(f'mean m_t by {g}: {_format_classes(c)}')
-      peaks = vc_lm.peak_steps(m, PEAK_FRACTION).astype(np.float64)
-      analysis['peak_rate_by_class'] = {
-          g: vc_lm.mean_by_class(peaks, c, order=order)
-          for g, (c, order) in labelled.items()}
-      for g, c in analysis['peak_rate_by_class'].items():
-        print(f'rate of the {PEAK_FRACTION:.0%} largest m_t by {g} '
-              f'({PEAK_FRACTION:g} without preference): '
-              f'{_format_classes(c)}')
-      path = vc_plots.plot_mean_by_class(
+      groups = _class_analysis(analysis, m, classes(ids[:-1], 0))
+      plots.append(('m_by_class.png', lambda: vc_plots.plot_mean_by_class(
           groups, workdir / 'm_by_class.png',
           title=f'{spec.name}: mean m_t per symbol class ({n} valid '
-          'symbols)')
-      print(f'wrote {path}')
+          'symbols)')))
     if bits is not None:
-      period = int(bits['period'])
-      usage = vc_lm.top_dims_usage(m, spec.hidden_size, lam,
-                                   epsilon=spec.epsilon)
-      max_lag = min(4 * period, n - 2)
-      if max_lag >= 2:
-        analysis['period_m'] = vc_lm.dominant_period(m, max_lag)
-        analysis['period_top_dims'] = vc_lm.dominant_period(usage, max_lag)
-        for k in ('period_m', 'period_top_dims'):
-          acf = analysis[k].pop('acf')
-          analysis[k]['at_character_period'] = (
-              acf[period] if period < len(acf) else float('nan'))
-        print(f'period of m_t: '
-              f'{_period_text(analysis["period_m"], period)}; of the top '
-              f'dims\' updates: '
-              f'{_period_text(analysis["period_top_dims"], period)} '
-              f'(characters every {period} bits)')
-      positions = np.asarray(bits['positions'][:n])
-      analysis['top_dims_by_position'] = vc_lm.mean_by_class(
-          usage, vc_lm.bit_classes(positions))
-      analysis['top_dims_mean'] = float(usage.mean())
-      print(f'mean update of the top dims: {analysis["top_dims_mean"]:.3g} '
-            'per bit')
+      _bit_analysis(analysis, m, spec, lam, bits, n)
   p = min(FLAGS.plot_symbols, len(valid_stream) - 1)
   if p > 0:
     ids = np.asarray(valid_stream[:p + 1])
-    m = task.per_step(result.params, ids, result.step)['m']
-    if bits is None:
-      path = vc_plots.plot_m_over_text(
-          list(decode(ids[:-1])), m, workdir / 'm_over_text.png',
-          title=f'{spec.name}: m_t over the first {p} valid symbols '
-          f'(mean {m.mean():.3f}, lambda {lam:g})')
-    else:
+
+    def draw():
+      m = task.per_step(result.params, ids, result.step)['m']
+      if bits is None:
+        return vc_plots.plot_m_over_text(
+            list(decode(ids[:-1])), m, workdir / 'm_over_text.png',
+            title=f'{spec.name}: m_t over the first {p} valid symbols '
+            f'(mean {m.mean():.3f}, lambda {lam:g})')
       usage = vc_lm.top_dims_usage(m, spec.hidden_size, lam,
                                    epsilon=spec.epsilon)
       positions = np.asarray(bits['positions'][:p])
       chars = list(bits['chars'][:int(np.sum(positions == 0))])
       top = max(1, spec.hidden_size // 20)
-      path = vc_plots.plot_bit_computation(
+      return vc_plots.plot_bit_computation(
           ids[:-1], usage, positions, chars, workdir / 'bits_top_dims.png',
           title=f'{spec.name}: per-bit update of dimensions '
           f'{spec.hidden_size - top}-{spec.hidden_size - 1} (lambda {lam:g})')
-    print(f'wrote {path}')
-  return analysis
 
+    plots.append(('m_over_text.png' if bits is None else 'bits_top_dims.png',
+                  draw))
+  return analysis, plots
+
+
+def _class_analysis(analysis: dict, m: np.ndarray, found) -> dict:
+  """Mean m_t and the rate of the largest m_t per class, into ``analysis``."""
+  labelled = {g: (c, _class_order(c)) for g, c in found.items()}
+  groups = {g: vc_lm.mean_by_class(m, c, order=order)
+            for g, (c, order) in labelled.items()}
+  analysis['mean_m_by_class'] = groups
+  for g, c in groups.items():
+    print(f'mean m_t by {g}: {_format_classes(c)}')
+  peaks = vc_lm.peak_steps(m, PEAK_FRACTION).astype(np.float64)
+  analysis['peak_rate_by_class'] = {
+      g: vc_lm.mean_by_class(peaks, c, order=order)
+      for g, (c, order) in labelled.items()}
+  for g, c in analysis['peak_rate_by_class'].items():
+    print(f'rate of the {PEAK_FRACTION:.0%} largest m_t by {g} '
+          f'({PEAK_FRACTION:g} without preference): {_format_classes(c)}')
+  return groups
+
+
+def _bit_analysis(analysis: dict, m: np.ndarray, spec, lam: float,
+                  bits: Mapping[str, Any], n: int) -> None:
+  """The period of m_t and the top dimensions' updates, into ``analysis``."""
+  period = int(bits['period'])
+  usage = vc_lm.top_dims_usage(m, spec.hidden_size, lam, epsilon=spec.epsilon)
+  max_lag = min(4 * period, n - 2)
+  if max_lag >= 2:
+    analysis['period_m'] = vc_lm.dominant_period(m, max_lag)
+    analysis['period_top_dims'] = vc_lm.dominant_period(usage, max_lag)
+    for k in ('period_m', 'period_top_dims'):
+      acf = analysis[k].pop('acf')
+      analysis[k]['at_character_period'] = (
+          acf[period] if period < len(acf) else float('nan'))
+    print(f'period of m_t: {_period_text(analysis["period_m"], period)}; of '
+          f'the top dims\' updates: '
+          f'{_period_text(analysis["period_top_dims"], period)} '
+          f'(characters every {period} bits)')
+  positions = np.asarray(bits['positions'][:n])
+  analysis['top_dims_by_position'] = vc_lm.mean_by_class(
+      usage, vc_lm.bit_classes(positions))
+  analysis['top_dims_mean'] = float(usage.mean())
+  print(f'mean update of the top dims: {analysis["top_dims_mean"]:.3g} per '
+        'bit')

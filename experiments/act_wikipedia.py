@@ -92,14 +92,15 @@ def main(argv):
   result = _common.train(task.experiment, _act.train_config('act_wikipedia'),
                          workdir)
   if FLAGS.plot_ponder_bytes and distributed.is_chief():
-    from vcrnn_jax.analysis import plots  # matplotlib is optional
+    from vcrnn_jax.analysis import plots  # pylint: disable=g-import-not-at-top
     text = ds.valid[:FLAGS.plot_ponder_bytes + 1]
     ponder = act_lm.ponder_over_text(task, result.params, text)
     path = workdir / 'ponder_over_text.png'
     shown = (bytes(text[:-1].tolist()) if kind != 'text'
              else list(ds.vocab.decode(text[:-1])))
-    plots.plot_ponder_over_text(shown, ponder, path)
-    print(f'wrote {path}')
+    if _common.plot(path.name, lambda: plots.plot_ponder_over_text(
+        shown, ponder, path)) is not None:
+      print(f'wrote {path}')
 
 
 if __name__ == '__main__':

@@ -18,14 +18,15 @@ TINY = ['--hidden_size=8', '--batch_size=4', '--seq_len=10', '--steps=2',
         '--analysis_symbols=400', '--plot_symbols=40']
 
 
-def _run(module, args, tmp_path):
+def _run(module, args, tmp_path, cwd=REPO, path=()):
   env = dict(os.environ)
   env.pop('XLA_FLAGS', None)
   env['VCRNN_JAX_DATA'] = str(tmp_path / 'cache')
   env['PYTHONPATH'] = os.pathsep.join(
-      [str(REPO)] + [p for p in [env.get('PYTHONPATH')] if p])
+      [*map(str, path), str(REPO)]
+      + [p for p in [env.get('PYTHONPATH')] if p])
   return subprocess.run([sys.executable, '-m', f'experiments.{module}', *args],
-                        cwd=REPO, env=env, capture_output=True, text=True,
+                        cwd=cwd, env=env, capture_output=True, text=True,
                         timeout=300)
 
 
@@ -174,6 +175,66 @@ def test_vc_music_reports_perplexity_and_m_per_symbol_kind(tmp_path):
   kinds = _results(workdir)['analysis']['mean_m_by_class']
   assert {'bar', 'note', 'rest'} <= set(kinds['symbol kind'])
   assert list(kinds['note length']) == ['0.5', '1', '1.5', '2']
+
+
+def _tunes(tmp_path):
+  tunes = tmp_path / 'tunes.txt'
+  tunes.write_text(''.join(
+      f'M:4/4 K:maj |: =c 2 =d /2 =e /2 z | =f{i % 2 + 1} =g 3/2 :|\n'
+      for i in range(60)))
+  return tunes
+
+
+def test_each_vc_binary_writes_under_its_own_name(tmp_path):
+  # The default workdir is runs/<binary>/..., relative to where it runs:
+  # two binaries with the same flags share no folder, and each summary and
+  # progress title names its binary.
+  (tmp_path / 'text8').write_text('the cat sat on the mat ' * 300)
+  runs = {'vc_text8': [f'--data_dir={tmp_path}'],
+          'vc_music': [f'--data_path={_tunes(tmp_path)}']}
+  for name, data_flags in runs.items():
+    proc = _run(name, data_flags + TINY, tmp_path, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    found = list((tmp_path / 'runs').glob('*/*/results.json'))
+    assert [p.parts[-3] for p in found if p.parts[-3] == name] == [name]
+    model = 'VCGRU-8' if name == 'vc_text8' else 'VCRNN-8'
+    assert f'\n{name} {model}\n---' in proc.stdout, proc.stdout  # summary
+  assert sorted(p.name for p in (tmp_path / 'runs').iterdir()) == [
+      'vc_music', 'vc_text8']
+  assert not (tmp_path / 'runs' / 'clip_scheduler_apart').exists()
+
+
+def test_results_json_one_layout_and_written_before_the_plots(tmp_path):
+  # matplotlib that cannot be imported: the run's numbers are written, the
+  # plots are skipped with one warning line each, and the run succeeds.
+  broken = tmp_path / 'broken'
+  (broken / 'matplotlib').mkdir(parents=True)
+  (broken / 'matplotlib' / '__init__.py').write_text(
+      'raise ImportError("matplotlib is broken here")\n')
+  workdir = tmp_path / 'music'
+  proc = _run('vc_music', [f'--data_path={_tunes(tmp_path)}',
+                           f'--workdir={workdir}'] + TINY, tmp_path,
+              path=[broken])
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  warnings = [l for l in proc.stderr.splitlines() if 'warning' in l]
+  assert len(warnings) == 2 and all(
+      l.startswith('vc_music: warning: ') and 'not written' in l
+      for l in warnings), proc.stderr
+  out = _results(workdir)
+  assert set(out) >= {'model', 'step', 'valid', 'train', 'steps_per_sec',
+                      'test', 'analysis'}
+  assert not any(k.startswith('train_') for k in out['valid'])
+  assert {'bpc', 'loss_total', 'grad_norm'} <= set(out['train'])
+  assert not (workdir / 'm_over_text.png').exists()
+  # Rerun after the end (as after a kill past the final checkpoint): the
+  # same layout, the same numbers.
+  proc = _run('vc_music', [f'--data_path={_tunes(tmp_path)}',
+                           f'--workdir={workdir}'] + TINY, tmp_path)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  again = _results(workdir)
+  assert set(again) == set(out) and again['train'] == out['train']
+  assert again['valid'] == pytest.approx(out['valid'])
+  assert (workdir / 'm_over_text.png').stat().st_size > 0
 
 
 def test_music_classes_and_note_lengths():

@@ -14,8 +14,8 @@ baseline) and writes one PNG:
 * :func:`plot_ponder_over_text`: ponder per character along a text (Fig. 23);
 * :func:`plot_sweep`: the first three for one sweep folder.
 
-matplotlib is an optional dependency (``pip install 'vcrnn_jax[plot]'``),
-imported only when a function is called. Figures are drawn on the Agg canvas
+matplotlib (an install requirement) is imported only when a function is
+called, so that importing the library does not load it. Figures are drawn on the Agg canvas
 directly (no ``pyplot``), so the caller's backend and global figure list are
 left alone.
 
@@ -57,8 +57,8 @@ def _matplotlib():
     from matplotlib.figure import Figure
   except ImportError as e:
     raise ImportError(
-        'vcrnn_jax.analysis.plots needs matplotlib; install it with '
-        "pip install 'vcrnn_jax[plot]' (or pip install matplotlib).") from e
+        'vcrnn_jax.analysis.plots needs matplotlib, an install requirement '
+        'of vcrnn_jax: pip install matplotlib.') from e
   return Figure, FigureCanvasAgg, colors, cm
 
 

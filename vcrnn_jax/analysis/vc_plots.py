@@ -7,8 +7,8 @@ r"""The VCRNN paper's figures (Jernite et al. 2017): where the scheduler compute
   boundary vs inside a word; bar lines, rests, note lengths: Sec. 5.1 and
   Table 2), a bar per class with its count.
 
-matplotlib is optional and imported on use (as in
-:mod:`vcrnn_jax.analysis.plots`, whose Agg-only drawing these share).
+matplotlib is imported on use (as in :mod:`vcrnn_jax.analysis.plots`, whose
+Agg-only drawing these share).
 
 Example::
 
