@@ -53,6 +53,9 @@ flags.DEFINE_enum('data', 'enwik8', ['enwik8', 'bytes', 'text'], 'Corpus: '
                   'last two read --data_path.')
 flags.DEFINE_string('data_dir', None, 'Folder holding enwik8 or enwik8.zip '
                     '(or <data_dir>/enwik8/); bypasses downloading.')
+flags.DEFINE_enum('split_unit', 'line', ['line', 'char'], 'With --data=text: '
+                  'cut the split at line starts (no line straddles two '
+                  'splits) or at any character (files of few, long lines).')
 flags.DEFINE_string('data_path', None, 'The file of --data=bytes or '
                     '--data=text (with --data=enwik8 it means --data=bytes).')
 _common.define_positive_int('max_bytes', None, 'Read only the first this many '
@@ -77,12 +80,17 @@ def main(argv):
   del argv
   model = _act.model_config()
   kind = 'bytes' if FLAGS.data == 'enwik8' and FLAGS.data_path else FLAGS.data
+  if FLAGS.split_unit != 'line' and kind != 'text':
+    raise ValueError('--split_unit is for --data=text (the other corpora '
+                     'split at bytes).')
   if kind == 'enwik8':
     ds = data.load('enwik8', FLAGS.data_dir, max_length=FLAGS.max_bytes)
   elif not FLAGS.data_path:
     raise ValueError(f'--data={kind} reads --data_path; give the file.')
   else:
-    ds = data.load(kind, path=FLAGS.data_path, max_length=FLAGS.max_bytes)
+    options = {'split_unit': FLAGS.split_unit} if kind == 'text' else {}
+    ds = data.load(kind, path=FLAGS.data_path, max_length=FLAGS.max_bytes,
+                   **options)
   vocab = act_lm.BYTES if kind != 'text' else ds.vocab.size
   task = act_lm.lm_task(
       ds.train, ds.valid, model, batch_size=FLAGS.batch_size,

@@ -70,6 +70,9 @@ _common.define_float('boundary_target', 0.8, 'The guide setting\'s m_bar '
                      upper=1.0001)
 _common.define_positive_int('min_count', 5, 'Characters seen fewer times in '
                             'train map to one unknown symbol.')
+flags.DEFINE_enum('split_unit', 'line', ['line', 'char'], 'Cut the 90/5/5 '
+                  'split at line starts (no line straddles two splits) or at '
+                  'any character (for files of few, long lines).')
 _common.define_positive_int('max_chars', None, 'Read only the first this '
                             'many characters of the file (before the split).')
 _vc.define_flags(cell='vcrnn', hidden_size=1024, epochs=20, target=0.3)
@@ -86,7 +89,8 @@ def main(argv):
     raise ValueError('--data_path is required: the UTF-8 corpus to model '
                      '(e.g. ../shared/data/text/fortunes_cs.txt).')
   ds = data.load('text', path=FLAGS.data_path, min_count=FLAGS.min_count,
-                 max_length=FLAGS.max_chars, word_boundaries=True)
+                 max_length=FLAGS.max_chars, split_unit=FLAGS.split_unit,
+                 word_boundaries=True)
   bounds = [i for i, t in enumerate(ds.vocab.id_to_token)
             if t != ds.vocab.unk_token and t.isspace()]
 

@@ -65,6 +65,9 @@ KINDS = ('bar', 'note', 'rest', 'other')
 
 def main(argv):
   del argv
+  if FLAGS.data_path and FLAGS.data_dir:
+    raise ValueError('give --data_path (the tune file) or --data_dir (the '
+                     'folder holding thesession/), not both.')
   options = {'pair_durations': True, 'shuffle_seed': FLAGS.shuffle_seed}
   if FLAGS.data_path:
     ds = data.load('thesession', path=FLAGS.data_path, **options)

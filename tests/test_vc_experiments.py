@@ -237,6 +237,26 @@ def test_results_json_one_layout_and_written_before_the_plots(tmp_path):
   assert (workdir / 'm_over_text.png').stat().st_size > 0
 
 
+def test_vc_europarl_split_unit_flag_is_the_hint_it_gives(tmp_path):
+  corpus = tmp_path / 'one_line.txt'
+  corpus.write_text('Žluťoučký kůň úpěl ďábelské ódy. ' * 300, encoding='utf-8')
+  args = [f'--data_path={corpus}', f'--workdir={tmp_path / "eu"}'] + TINY
+  proc = _run('vc_europarl', args, tmp_path)
+  assert proc.returncode == 2 and proc.stderr.count('\n') == 1
+  assert '--split_unit=char' in proc.stderr
+  proc = _run('vc_europarl', args + ['--split_unit=char'], tmp_path)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  assert json.loads((tmp_path / 'eu' / 'flags.json').read_text())[
+      'split_unit'] == 'char'
+
+
+def test_vc_music_refuses_both_data_flags(tmp_path):
+  proc = _run('vc_music', [f'--data_path={_tunes(tmp_path)}',
+                           f'--data_dir={tmp_path}'] + TINY, tmp_path)
+  assert proc.returncode == 2 and proc.stderr.count('\n') == 1
+  assert 'not both' in proc.stderr
+
+
 def test_music_classes_and_note_lengths():
   found = vc_lm.music_classes(['|:', '=d2', 'z/2', '^G,', ':|', '(3', '|1',
                                '=c/', 'M:4/4', '=A3/2>'])

@@ -524,7 +524,8 @@ def _cut_points(text: str, fractions, split_unit: str, path) -> tuple[int, int]:
       raise ValueError(
           f'{str(path)!r}: no line break after character {target} to cut the '
           f'split at (fractions {tuple(fractions)}); the file has too few '
-          "lines for a line-aligned split: pass split_unit='char'.")
+          "lines for a line-aligned split: split at characters instead "
+          "(split_unit='char'; --split_unit=char on the command line).")
     return j + 1
 
   cut1 = to_line_start(cut1, 0)
