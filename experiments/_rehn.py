@@ -27,8 +27,35 @@ def define_model_flags(*, cell_help: str, hidden_size: int, hidden_help: str,
   _common.declare_resumable('loop', 'ponder_slots')
 
 
+# The model flags each cell reads; any other, given, is refused.
+CELL_FLAGS = {
+    'rnn': (), 'lstm': (), 'rhn': ('depth',), 'srhn': ('depth',),
+    'srehn': ('max_depth', 'loop', 'ponder_slots'),
+    'ei_rehn': ('max_depth', 'hyper_size', 'loop', 'ponder_slots'),
+}
+
+
+def check_cell_flags(cell: str, flags_of: dict) -> None:
+  """Refuses model flags given on the command line that ``cell`` ignores.
+
+  Args:
+    cell: the ``--cell`` value.
+    flags_of: cell -> the flags it reads, among ``every`` such flag.
+
+  Raises:
+    ValueError: one line naming the flag, the cell and the cells it is for.
+  """
+  every = sorted({f for names in flags_of.values() for f in names})
+  for name in every:
+    if FLAGS[name].present and name not in flags_of[cell]:
+      users = [c for c, names in flags_of.items() if name in names]
+      raise ValueError(f'--{name} is for --cell={"|".join(users)}; '
+                       f'--cell={cell} does not use it.')
+
+
 def model_spec() -> rehn_tasks.ModelSpec:
-  """The model the flags describe."""
+  """The model the flags describe (flags the cell ignores are refused)."""
+  check_cell_flags(FLAGS.cell, CELL_FLAGS)
   return rehn_tasks.ModelSpec(
       cell=FLAGS.cell, hidden_size=FLAGS.hidden_size, depth=FLAGS.depth,
       max_depth=FLAGS.max_depth, hyper_size=FLAGS.hyper_size,

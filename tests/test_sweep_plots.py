@@ -8,6 +8,7 @@ import pathlib
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from vcrnn_jax.analysis import plots
@@ -397,3 +398,24 @@ def test_missing_matplotlib_gives_a_clear_error(tmp_path, monkeypatch):
   monkeypatch.setitem(sys.modules, 'matplotlib', None)
   with pytest.raises(ImportError, match='pip install matplotlib'):
     plots.plot_ponder_over_text(b'ab', [1.0, 1.0], tmp_path / 'x.png')
+
+
+def test_depth_along_text_labels_are_thinned_and_equal_layers_shift():
+  # 200 words on a 26-inch axis: every word labelled overlapped into a band.
+  width = 0.12 * 200 + 2
+  assert plots.label_stride(200, width) == 2
+  assert plots.label_stride(30, 6.5) == 1
+  assert plots.label_stride(1000, 30.0) == 6
+  # Two layers of equal depth are drawn apart, the first where it is.
+  assert plots.layer_offsets(1) == [0.0]
+  shifts = plots.layer_offsets(2)
+  assert shifts[0] == 0 and 0 < shifts[1] < 0.5
+
+
+def test_depth_along_sequence_with_many_labels_and_equal_layers(tmp_path):
+  words = [f'word{i}' for i in range(200)]
+  depth = np.full(200, 3.0)
+  path = plots.plot_depth_along_sequence(
+      {'depth_0': depth, 'depth_1': depth}, tmp_path / 'd.png', title='t',
+      labels=words)
+  assert path.stat().st_size > 0

@@ -626,14 +626,21 @@ def plot_depth_along_sequence(depths: Mapping[str, Sequence[float]], path, *,
   """
   depths = _check_layers(depths, 'plot_depth_along_sequence')
   length = max(v.size for v in depths.values())
-  fig = _new_figure((max(6.5, min(30.0, 0.12 * length + 2)), 3.0))
+  width = max(6.5, min(30.0, 0.12 * length + 2))
+  fig = _new_figure((width, 3.0 if labels is None else 3.8))
   ax = fig.subplots()
-  for name, v in depths.items():
-    ax.step(np.arange(v.size), v, where='mid', label=name)
+  shifts = layer_offsets(len(depths))
+  for (name, v), shift, style in zip(depths.items(), shifts,
+                                     ('-', '--', ':', '-.') * len(depths)):
+    ax.step(np.arange(v.size), v + shift, where='mid', linestyle=style,
+            label=name if not shift else f'{name} (drawn {shift:+.2f})')
   if labels is not None:
-    ax.set_xticks(np.arange(len(labels)))
-    ax.set_xticklabels(symbol_labels(labels), fontfamily='monospace',
-                       fontsize=7, parse_math=False)
+    every = label_stride(len(labels), width)
+    ticks = np.arange(0, len(labels), every)
+    ax.set_xticks(ticks)
+    ax.set_xticklabels(symbol_labels([labels[i] for i in ticks]),
+                       fontfamily='monospace', fontsize=7, parse_math=False,
+                       rotation=90)
   ax.set_xlabel('time step t')
   ax.set_ylabel(ylabel)
   ax.grid(alpha=0.3)
@@ -641,6 +648,26 @@ def plot_depth_along_sequence(depths: Mapping[str, Sequence[float]], path, *,
     ax.legend(fontsize=8)
   fig.suptitle(title)
   return _save(fig, path)
+
+
+def label_stride(count: int, width_inches: float,
+                 per_inch: float = 6.0) -> int:
+  """Label every k-th of ``count`` ticks: at most ``per_inch`` per inch.
+
+  Upright 7-point labels (rotated 90 degrees) need about 1/6 inch each;
+  denser labels overlap into an unreadable band.
+  """
+  return max(1, math.ceil(count / max(1.0, per_inch * width_inches)))
+
+
+def layer_offsets(count: int, step: float = 0.06) -> list:
+  """Vertical shifts that keep ``count`` equal lines apart (the first: 0).
+
+  Two layers with the same realized depth at every step would draw one
+  line over the other; shifted by ``step`` each, both stay visible (the
+  legend says by how much).
+  """
+  return [step * k for k in range(count)]
 
 
 def plot_depth_histograms(depths: Mapping[str, Sequence[float]],
