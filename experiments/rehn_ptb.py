@@ -39,6 +39,7 @@ import numpy as np
 from absl import flags
 
 from experiments import _common
+from experiments import _rehn
 from vcrnn_jax import data
 from vcrnn_jax.models import language_model, symmetric_uniform
 from vcrnn_jax.training import distributed
@@ -78,9 +79,9 @@ _common.define_positive_int('eval_batch_size', 20, 'Rows of the held-out '
 flags.DEFINE_enum('loop', 'while', ['while', 'scan'], 'Elastic depth loop.')
 _common.define_positive_int('ponder_slots', 8, 'Backward-pass slots of the '
                             'elastic depth loop.')
-_common.define_positive_int('plot_words', 200, 'After training, plot the '
-                            'realized depth over this many test words and '
-                            'its histogram per frequent word (0: none).')
+flags.DEFINE_integer('plot_words', 200, 'After training, plot the realized '
+                     'depth over this many test words and its histogram per '
+                     'frequent word (0: no plots).', lower_bound=0)
 _common.declare_resumable('eval_batch_size', 'loop', 'ponder_slots',
                           'plot_words')
 _common.define_training_flags(steps=None, batch_size=20, learning_rate=0.2,
@@ -93,8 +94,18 @@ flags.adopt_module_key_flags(_common)
 FLAGS = flags.FLAGS
 
 
+# The model flags each cell reads (the others, given, are refused).
+CELL_FLAGS = {
+    'rhn': ('depth', 'transform_bias'), 'srhn': ('depth', 'transform_bias'),
+    'srehn': ('max_depth', 'transform_bias', 'loop', 'ponder_slots'),
+    'ei_rehn': ('max_depth', 'hyper_size', 'transform_bias', 'loop',
+                'ponder_slots'),
+}
+
+
 def main(argv):
   del argv
+  _rehn.check_cell_flags(FLAGS.cell, CELL_FLAGS)
   ds = data.load('ptb_word', FLAGS.data_dir)
   spec = rehn_tasks.ModelSpec(
       cell=FLAGS.cell, hidden_size=FLAGS.hidden_size, depth=FLAGS.depth,
@@ -132,18 +143,39 @@ def main(argv):
   if not distributed.is_chief():
     return    # Process 0 reports (the others wait for it to finish).
   test = task.evaluate_stream(result.params, ds.test, result.step)
-  print(f'{spec.name}: {rehn_tasks.parameter_count(result.params) / 1e6:.2f}M '
-        f'params, test perplexity {test["perplexity"]:.2f}, valid '
+  params = rehn_tasks.parameter_count(result.params)
+  print(f'{spec.name}: {params / 1e6:.2f}M params, test perplexity '
+        f'{test["perplexity"]:.2f}, valid '
         f'{result.metrics.get("perplexity", float("nan")):.2f}'
         + (f', mean depth {test["depth"]:.2f}' if 'depth' in test else ''))
+  _common.write_results(workdir, {
+      'model': spec.name, 'step': result.step, 'parameters': params,
+      **_common.metric_sections(result.metrics), 'test': test})
   if FLAGS.plot_words and 'depth' in test:
-    from vcrnn_jax.analysis import plots  # pylint: disable=g-import-not-at-top
-    tokens = ds.test[:FLAGS.plot_words + 1]
+    for path in (_plot_depth_along_text(task, result, ds, workdir),
+                 _plot_depth_by_word(task, result, ds, workdir)):
+      if path is not None:
+        print(f'wrote {path}')
+
+
+def _plot_depth_along_text(task, result, ds, workdir):
+  from vcrnn_jax.analysis import plots  # pylint: disable=g-import-not-at-top
+  tokens = ds.test[:FLAGS.plot_words + 1]
+
+  def draw():
     per = task.per_step(result.params, tokens, result.step)
     words = list(ds.vocab.decode(tokens[:-1]))
-    plots.plot_depth_along_sequence(
+    return plots.plot_depth_along_sequence(
         {'depth': per['depth']}, workdir / 'depth_along_text.png',
         labels=words, title=f'Realized depth over {len(words)} test words')
+
+  return _common.plot('depth_along_text.png', draw)
+
+
+def _plot_depth_by_word(task, result, ds, workdir):
+  from vcrnn_jax.analysis import plots  # pylint: disable=g-import-not-at-top
+
+  def draw():
     long = ds.test[:20_000]
     per = task.per_step(result.params, long, result.step)
     ids = np.asarray(long[:-1])
@@ -151,12 +183,12 @@ def main(argv):
     groups = np.array([common.index(i) if i in common else len(common)
                        for i in ids])
     names = list(ds.vocab.decode(common)) + ['other words']
-    plots.plot_depth_histograms(
+    return plots.plot_depth_histograms(
         {'depth': per['depth']}, groups, names,
         workdir / 'depth_by_word.png',
         title='Realized depth per word (test, most frequent words)')
-    print(f'wrote {workdir / "depth_along_text.png"} and '
-          f'{workdir / "depth_by_word.png"}')
+
+  return _common.plot('depth_by_word.png', draw)
 
 
 if __name__ == '__main__':

@@ -155,6 +155,21 @@ def test_ptb_word_stream_and_vocab(tmp_path):
   np.testing.assert_array_equal(again.train, ds.train)
 
 
+def test_ptb_word_refuses_a_character_file_named_as_words(tmp_path):
+  # The character files' layout ('c a t _ s a t') under the word files'
+  # names: a vocabulary of letters. Refused, as load_ptb_char refuses words.
+  sentence = 'the cat sat on the mat and the dog saw it'
+  chars = ' '.join('_'.join(sentence.split()))
+  lines = {s: [chars] * 20 for s in ('train', 'valid', 'test')}
+  folder = write_ptb(tmp_path / 'ptb', lines)
+  with pytest.raises(ValueError, match='looks like a character-level file'):
+    data.load('ptb_word', folder)
+  # Real words with a few one-character tokens ('N', 'a') still load.
+  words = {s: [sentence + ' N a $ 3'] * 20 for s in ('train', 'valid', 'test')}
+  ds = data.load('ptb_word', write_ptb(tmp_path / 'words', words))
+  assert 'N' in ds.vocab.id_to_token
+
+
 def test_ptb_word_oov_in_valid_is_an_error(tmp_path):
   lines = dict(PTB_LINES, valid=['the cat', 'the zebra'])
   write_ptb(tmp_path, lines)

@@ -326,3 +326,31 @@ def test_rehn_ptb_trains_a_tied_language_model(tmp_path, shared_data_dir):
   assert (workdir / 'depth_by_word.png').stat().st_size > 0
   flags = json.loads((workdir / 'flags.json').read_text())
   assert flags['optimizer'] == 'sgd' and flags['lr_decay'] == 1 / 1.02
+  out = json.loads((workdir / 'results.json').read_text())
+  assert out['test']['perplexity'] > 1 and out['valid']['perplexity'] > 1
+  assert out['step'] == 2 and 'loss_total' in out['train']
+  # --plot_words=0 (its help: "no plots") is accepted and draws nothing.
+  other = tmp_path / 'ptb0'
+  proc = _run('rehn_ptb', [f'--data_dir={shared_data_dir}', '--hidden_size=8',
+                           '--max_depth=2', '--steps=2', '--eval_every=2',
+                           '--plot_words=0', f'--workdir={other}'], tmp_path)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  assert (other / 'results.json').exists()
+  assert not list(other.glob('*.png'))
+
+
+@pytest.mark.parametrize('module,args,flag', [
+    ('rehn_synthetic', ['--cell=rnn', '--hyper_size=5'], '--hyper_size'),
+    ('rehn_synthetic', ['--cell=lstm', '--max_depth=3'], '--max_depth'),
+    ('rehn_synthetic', ['--cell=ei_rehn', '--depth=3'], '--depth'),
+    ('rehn_har', ['--cell=rhn', '--max_depth=3'], '--max_depth'),
+    ('rehn_ptb', ['--cell=rhn', '--hyper_size=5'], '--hyper_size'),
+])
+def test_rehn_binaries_refuse_model_flags_their_cell_ignores(module, args,
+                                                             flag, tmp_path):
+  proc = _run(module, args + ['--steps=1', f'--workdir={tmp_path / "w"}'],
+              tmp_path)
+  assert proc.returncode == 2, proc.stderr[-3000:]
+  lines = proc.stderr.strip().splitlines()
+  assert len(lines) == 1 and f'{flag} is for --cell=' in lines[0], lines
+  assert not (tmp_path / 'w').exists()

@@ -124,8 +124,10 @@ def load_ptb_word(data_dir: PathLike) -> Dataset:
 
   Raises:
     FileNotFoundError: a file is missing.
-    ValueError: a file is empty, not UTF-8, truncated (no final newline), or
-      valid/test has a word that train lacks.
+    ValueError: a file is empty, not UTF-8, truncated (no final newline),
+      valid/test has a word that train lacks, or train looks like a
+      character-level file (nearly only one-character tokens, or a few
+      dozen distinct ones over thousands).
 
   Example:
 
@@ -143,6 +145,7 @@ def load_ptb_word(data_dir: PathLike) -> Dataset:
         data_dir, f'ptb.{split}.txt',
         _PTB_WHAT + ' (space-separated words, one sentence per line)')
   tokens = {s: t.replace('\n', f' {EOS} ').split() for s, t in texts.items()}
+  _check_words(tokens['train'], paths['train'])
   counts = collections.Counter(tokens['train'])
   vocab = Vocab(
       w for w, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
@@ -160,6 +163,30 @@ def load_ptb_word(data_dir: PathLike) -> Dataset:
       ) from None
   meta = {'name': 'ptb_word', 'files': [str(p) for p in paths.values()]}
   return Dataset(splits['train'], splits['valid'], splits['test'], vocab, meta)
+
+
+# A file of words has few one-character tokens (PTB train: 4%: 'N', 'a',
+# '$', ...) and thousands of types; a character file read as words has
+# nearly only one-character tokens and ~50 types.
+_MAX_SINGLE_CHARACTER_SHARE = 0.9
+_MIN_TYPES_PER_TOKENS = (20_000, 200)   # >= 20k tokens need >= 200 types
+
+
+def _check_words(tokens: list, path) -> None:
+  """Refuses a character-level file given as a word-level one."""
+  words = [t for t in tokens if t != EOS]
+  if len(words) < 200:
+    return    # Too short to tell (hand-written test files).
+  share = sum(len(t) == 1 for t in words) / len(words)
+  types = len(set(words))
+  many, least = _MIN_TYPES_PER_TOKENS
+  if share >= _MAX_SINGLE_CHARACTER_SHARE or (len(words) >= many
+                                              and types < least):
+    raise ValueError(
+        f'{str(path)!r}: {share:.0%} of its {len(words)} tokens are single '
+        f'characters and it has {types} distinct tokens: this looks like a '
+        'character-level file (ptb.char.*.txt); word-level PTB is '
+        'ptb.{train,valid,test}.txt, space-separated words.')
 
 
 def _ptb_char_lines(data_dir: PathLike, source: str) -> tuple[dict, dict]:
