@@ -390,6 +390,35 @@ def default_workdir(name: str, leading: Iterable[str] = ('seed',)
   return pathlib.Path('runs', name, '_'.join(parts))
 
 
+def settings_text(exclude: Iterable[str] = ()) -> str:
+  """The settings that change this run's result, as ``'a=1 b=x'``.
+
+  Every run-defining flag not at its default, and ``--steps`` when given
+  (a resumable flag, yet a run of fewer steps has another result), less
+  ``exclude`` (the flags a table already shows, such as the model's name).
+  ``''`` for a run at the defaults.
+  """
+  exclude = set(exclude)
+  chosen = [f for f in run_defining_flags()
+            if f.name not in exclude and f.value != f.default]
+  if 'steps' in FLAGS and FLAGS.steps is not None and 'steps' not in exclude:
+    chosen.append(FLAGS['steps'])
+  return ' '.join(f'{f.name}={f.value:g}' if isinstance(f.value, float)
+                  else f'{f.name}={f.value}'
+                  for f in sorted(chosen, key=lambda f: f.name))
+
+
+def check_output_file(flag: str) -> pathlib.Path:
+  """``--<flag>``'s path, refused at once if it names a folder.
+
+  A file written only at the end of training is checked before it.
+  """
+  path = pathlib.Path(FLAGS[flag].value)
+  if path.is_dir():
+    raise ValueError(f'--{flag}={path} is a directory; give a file path.')
+  return path
+
+
 def _current_run_flags() -> dict:
   # A JSON round trip, so the comparison sees what the file will hold.
   return json.loads(json.dumps(

@@ -73,6 +73,9 @@ flags.adopt_module_key_flags(_rehn)
 FLAGS = flags.FLAGS
 
 FIELDS = ('params', 'test_accuracy', 'test_loss', 'mean_depth')
+# Flags the model's row name already says (rehn_tasks.ModelSpec.name, and
+# _x<layers> for a number of layers other than 2).
+MODEL_FLAGS = ('cell', 'hidden_size', 'depth', 'max_depth', 'layers')
 
 
 def report(path: pathlib.Path) -> str:
@@ -97,7 +100,7 @@ def write_confusion(path: pathlib.Path, confusion: np.ndarray,
 
 def main(argv):
   del argv
-  table = pathlib.Path(FLAGS.table_csv)
+  table = _common.check_output_file('table_csv')
   if FLAGS.report:
     text = report(table)
     print(text)
@@ -136,10 +139,12 @@ def main(argv):
   def final(result):
     test = task.evaluate_split(result.params, 'test')
     depths = [v for k, v in test.items() if k.startswith('depth')]
-    return {'params': rehn_tasks.parameter_count(result.params),
-            'test_accuracy': test['accuracy'], 'test_loss': test['loss'],
-            'mean_depth': float(np.mean(depths)) if depths else float('nan'),
-            'confusion': test['confusion']}
+    out = {'params': rehn_tasks.parameter_count(result.params),
+           'test_accuracy': test['accuracy'], 'test_loss': test['loss'],
+           'confusion': test['confusion']}
+    if depths:   # Cells without a realized depth report none.
+      out['mean_depth'] = float(np.mean(depths))
+    return out
 
   chief = distributed.is_chief()
   if chief:
@@ -148,7 +153,8 @@ def main(argv):
       model_spec, _common.parse_seeds(FLAGS.seeds), workdir,
       make_experiment=lambda: make().experiment, train_config=config,
       final_metrics=final, table_csv=table if chief else None,
-      table_fields=FIELDS, train=_common.train)
+      table_fields=FIELDS, train=_common.train,
+      settings=_common.settings_text(exclude=MODEL_FLAGS))
   if not chief:
     return
   accs = [100 * r.metrics['test_accuracy'] for r in results]
@@ -161,18 +167,37 @@ def main(argv):
   confusion = sum(r.metrics['confusion'] for r in results)
   print(f'confusion matrix (test, summed over {len(results)} seeds):')
   print(write_confusion(workdir / 'confusion.csv', confusion, classes))
+  _common.write_results(workdir, {
+      'model': name, 'settings': _common.settings_text(MODEL_FLAGS),
+      'test_accuracy_percent': {'mean': mean, 'std': std},
+      'paper': dict(zip(('params', 'mean', 'std'), paper)) if paper else None,
+      'classes': classes, 'confusion': confusion,
+      'seeds': [{'seed': r.seed, 'step': r.result.step,
+                 **_common.metric_sections(r.result.metrics),
+                 'test': {k: v for k, v in r.metrics.items()
+                          if k != 'confusion'}} for r in results]})
   if FLAGS.plots and model_spec.cell in rehn_tasks.ELASTIC:
-    from vcrnn_jax.analysis import plots  # pylint: disable=g-import-not-at-top
-    x, y = ds.test
-    _, stats = task.predict(results[0].result.params, x)
-    path = plots.plot_depth_by_class(stats, y, classes,
-                                     workdir / 'depth_by_class.png')
-    first = int(np.argmax(y == y[0]))
-    plots.plot_depth_along_sequence(
-        {k: v[first] for k, v in stats.items()},
-        workdir / 'depth_along_sequence.png',
-        title=f'Realized depth along test window {first} ({classes[y[first]]})')
-    print(f'wrote {path} and {workdir / "depth_along_sequence.png"}')
+    _plot_depth(task, results[0].result.params, ds, classes, workdir)
+
+
+def _plot_depth(task, params, ds, classes, workdir) -> None:
+  """Realized depth per class and along one test window (elastic cells)."""
+  from vcrnn_jax.analysis import plots  # pylint: disable=g-import-not-at-top
+  x, y = ds.test
+  _, stats = task.predict(params, x)
+  first = int(np.argmax(y == y[0]))
+  drawn = [
+      _common.plot('depth_by_class.png', lambda: plots.plot_depth_by_class(
+          stats, y, classes, workdir / 'depth_by_class.png')),
+      _common.plot('depth_along_sequence.png',
+                   lambda: plots.plot_depth_along_sequence(
+                       {k: v[first] for k, v in stats.items()},
+                       workdir / 'depth_along_sequence.png',
+                       title=f'Realized depth along test window {first} '
+                       f'({classes[y[first]]})'))]
+  for path in drawn:
+    if path is not None:
+      print(f'wrote {path}')
 
 
 if __name__ == '__main__':

@@ -92,6 +92,8 @@ FLAGS = flags.FLAGS
 
 FIELDS = ('params', 'test_mse_e3', 'valid_mse_e3', 'mean_depth',
           'best_test_mse_e3', 'best_step')
+# Flags the model's row name already says (rehn_tasks.ModelSpec.name).
+MODEL_FLAGS = ('cell', 'hidden_size', 'depth', 'max_depth')
 
 
 def report(path: pathlib.Path) -> str:
@@ -105,6 +107,13 @@ def _noise_suffix() -> str:
   if FLAGS.noise_variance == elastic_depth.NOISE_VARIANCE:
     return ''
   return f'_noise{FLAGS.noise_variance:g}'
+
+
+def _settings() -> str:
+  # The default table is one per noise variance: its rows need not say it.
+  default_table = FLAGS['table_csv'].using_default_value
+  return _common.settings_text(
+      MODEL_FLAGS + (('noise_variance',) if default_table else ()))
 
 
 def floor_line() -> str:
@@ -128,7 +137,7 @@ def main(argv):
   if FLAGS.noise_variance <= 0:
     raise ValueError('--noise_variance must be > 0, got '
                      f'{FLAGS.noise_variance}.')
-  table = pathlib.Path(FLAGS.table_csv)
+  table = _common.check_output_file('table_csv')
   if (FLAGS['table_csv'].using_default_value
       and FLAGS.noise_variance != elastic_depth.NOISE_VARIANCE):
     table = table.with_name(f'table1{_noise_suffix()}.csv')
@@ -168,10 +177,12 @@ def main(argv):
   def final(result):
     test = task.evaluate_split(result.params, 'test')
     valid = task.evaluate_split(result.params, 'valid')
-    return {'params': rehn_tasks.parameter_count(result.params),
-            'test_mse_e3': 1e3 * test['mse'],
-            'valid_mse_e3': 1e3 * valid['mse'],
-            'mean_depth': test.get('depth', float('nan'))}
+    out = {'params': rehn_tasks.parameter_count(result.params),
+           'test_mse_e3': 1e3 * test['mse'],
+           'valid_mse_e3': 1e3 * valid['mse']}
+    if 'depth' in test:   # Cells without a realized depth report none.
+      out['mean_depth'] = test['depth']
+    return out
 
   def early_stopped(seed_dir):
     best = rehn_tasks.at_best_validation(seed_dir, 'valid_mse', ['test_mse'])
@@ -186,17 +197,25 @@ def main(argv):
       make_experiment=lambda: make().experiment, train_config=config,
       final_metrics=final, run_metrics=early_stopped,
       table_csv=table if chief else None, table_fields=FIELDS,
-      train=_common.train)
+      train=_common.train,
+      settings=_settings())
   if not chief:
     return
   mean, std = rehn_tasks.mean_std([r.metrics['test_mse_e3'] for r in results])
   paper = rehn_tasks.paper_row(rehn_tasks.TABLE1, model_spec)
-  if chief:
-    print(floor_line())
+  print(floor_line())
   print(f'{model_spec.name}: {results[0].metrics["params"]} params, test MSE '
         f'{mean:.3f} ± {std:.3f} x1e-3 over {len(results)} seeds'
         + (f' (paper: {paper[0] or "-"} params, {paper[1]} x1e-3)'
            if paper else ''))
+  _common.write_results(workdir, {
+      'model': model_spec.name,
+      'settings': _settings(),
+      'test_mse_e3': {'mean': mean, 'std': std},
+      'paper': dict(zip(('params', 'mean', 'std'), paper)) if paper else None,
+      'seeds': [{'seed': r.seed, 'step': r.result.step,
+                 **_common.metric_sections(r.result.metrics),
+                 'test': dict(r.metrics)} for r in results]})
 
 
 if __name__ == '__main__':

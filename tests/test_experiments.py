@@ -294,6 +294,53 @@ def test_rehn_synthetic_trains_seeds_and_reports_the_table(tmp_path):
   assert table.with_suffix('.md').exists()
 
 
+def test_rehn_table_rows_of_other_settings_never_replace_each_other(
+    tmp_path):
+  table = tmp_path / 'table1.csv'
+  common = ['--cell=rnn', '--hidden_size=4', '--num_sequences=100',
+            '--batch_size=10', '--seeds=0', f'--table_csv={table}']
+  proc = _run('rehn_synthetic', common + [
+      '--epochs=2', f'--workdir={tmp_path / "long"}'], tmp_path)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  assert 'mean_depth' not in proc.stdout        # an Elman network has none
+  long = json.loads((tmp_path / 'long' / 'results.json').read_text())
+  assert long['seeds'][0]['step'] == 16 and 'mean_depth' not in (
+      long['seeds'][0]['test'])
+  # A 1-step run of the same model and seed in another workdir: its own row.
+  proc = _run('rehn_synthetic', common + [
+      '--epochs=2', '--steps=1', f'--workdir={tmp_path / "short"}'],
+      tmp_path)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  with open(table) as f:
+    rows = list(csv.DictReader(f))
+  assert sorted(r['settings'] for r in rows) == [
+      'batch_size=10 epochs=2 num_sequences=100',
+      'batch_size=10 epochs=2 num_sequences=100 steps=1']
+  kept = next(r for r in rows if 'steps' not in r['settings'])
+  assert float(kept['test_mse_e3']) == pytest.approx(
+      long['seeds'][0]['test']['test_mse_e3'])
+  # The report shows them apart, never as one model's seeds.
+  proc = _run('rehn_synthetic', [f'--table_csv={table}', '--report'],
+              tmp_path)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  lines = [l for l in proc.stdout.splitlines() if l.startswith('| rnn4')]
+  assert len(lines) == 2 and all('| 1 |' in l for l in lines), lines
+  assert any('steps=1]' in l for l in lines)
+
+
+def test_rehn_table_csv_that_is_a_folder_is_refused_before_training(
+    tmp_path):
+  for module in ('rehn_synthetic', 'rehn_har'):
+    proc = _run(module, ['--cell=rnn', '--hidden_size=4', '--steps=1',
+                         f'--table_csv={tmp_path}',
+                         f'--workdir={tmp_path / "w"}'], tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        f'{module}: error: --table_csv={tmp_path} is a directory; give a '
+        'file path.']
+    assert not (tmp_path / 'w').exists()
+
+
 def test_rehn_har_trains_two_elastic_layers_and_plots(tmp_path,
                                                       shared_data_dir):
   workdir = tmp_path / 'har'
@@ -311,6 +358,14 @@ def test_rehn_har_trains_two_elastic_layers_and_plots(tmp_path,
                          skiprows=1, usecols=range(1, 7))
   assert confusion.sum() == 2996                   # every test window once
   assert (workdir / 'depth_by_class.png').stat().st_size > 0
+  assert (workdir / 'depth_along_sequence.png').stat().st_size > 0
+  out = json.loads((workdir / 'results.json').read_text())
+  assert out['model'] == 'srehn4_rmax2' and len(out['seeds']) == 1
+  seed = out['seeds'][0]
+  assert 0 <= seed['test']['test_accuracy'] <= 1
+  assert 1 <= seed['test']['mean_depth'] <= 2
+  assert not any(k.startswith('train_') for k in seed['valid'])
+  assert isinstance(seed['steps_per_sec'], (float, type(None)))
 
 
 def test_rehn_ptb_trains_a_tied_language_model(tmp_path, shared_data_dir):

@@ -115,7 +115,7 @@ def _parse_optional_float(text: str) -> Optional[float]:
 _PARSERS: Mapping[str, Callable[[str], Any]] = {
     'task': str, 'act': _parse_bool, 'tau': _parse_optional_float,
     'seed': int, 'steps': int, 'difficulty': int, 'model': str, 'cell': str,
-    'hidden_size': int,
+    'hidden_size': int, 'settings': str,
 }
 
 
@@ -185,7 +185,7 @@ def upsert_rows(path, fields: Sequence[str], rows: Sequence[Mapping[str, Any]],
       seed).
 
   A file written before columns were appended to ``fields`` is extended:
-  its rows get NaN in the new columns. Any other difference of columns is
+  its rows get NaN in the new columns ('' in text columns). Any other difference of columns is
   an error. In a run of several processes only process 0 writes (the
   others return).
   """
@@ -200,7 +200,7 @@ def upsert_rows(path, fields: Sequence[str], rows: Sequence[Mapping[str, Any]],
                        'move it away to start a new file.')
     for r in existing:
       for k in fields[len(old):]:
-        r[k] = float('nan')
+        r[k] = '' if _PARSERS.get(k) is str else float('nan')
   replaced = {run_key(r, key) for r in rows}
   kept = [r for r in existing if run_key(r, key) not in replaced]
   order = tuple(key) + (('difficulty',) if 'difficulty' in fields else ())

@@ -200,13 +200,16 @@ def run_seeds(
     train: Callable[..., TrainResult] = None,
     log: Callable[[str], None] = print,
     run_metrics: Optional[Callable[[pathlib.Path], Mapping[str, float]]] = None,
+    settings: str = '',
 ) -> list[SeedResult]:
   """Trains ``spec`` once per seed in ``<workdir>/seed=<s>`` and tabulates.
 
   Resumable: a finished seed is restored and only evaluated; an interrupted
-  one resumes from its last checkpoint. Each seed's row (``model``, ``seed``
-  and ``table_fields`` taken from its final metrics) is upserted into
-  ``table_csv`` keyed by ``(model, seed)``.
+  one resumes from its last checkpoint. Each seed's row (``model``, ``seed``,
+  ``table_fields`` taken from its final metrics, and ``settings``) is
+  upserted into ``table_csv`` keyed by ``(model, settings, seed)``: a run
+  with other settings (fewer steps, another learning rate) gets rows of its
+  own instead of replacing these.
 
   Args:
     spec: the model.
@@ -223,6 +226,9 @@ def run_seeds(
     log: receives one line per seed.
     run_metrics: ``seed workdir -> metrics`` joined to the final ones, for
       what the run's whole log says (e.g. :func:`at_best_validation`).
+    settings: the settings that change the result beyond the model's name
+      (the binaries: every non-default run-defining flag, ``'steps=100
+      learning_rate=0.01'``); ``''`` for the paper's.
   """
   workdir = pathlib.Path(workdir)
   train = train or train_and_evaluate
@@ -241,10 +247,13 @@ def run_seeds(
     log(f'{spec.name} seed {seed}: {shown} ({time.time() - t0:.0f} s)')
     if table_csv is not None:
       row = {'model': spec.name, 'cell': spec.cell,
-             'hidden_size': spec.hidden_size, 'seed': seed}
+             'hidden_size': spec.hidden_size, 'seed': seed,
+             'settings': settings}
       row.update({k: metrics.get(k, float('nan')) for k in table_fields})
+      # 'settings' last: a table written before it is extended, not refused.
       sweep.upsert_rows(table_csv, ('model', 'cell', 'hidden_size', 'seed')
-                        + tuple(table_fields), [row], key=('model', 'seed'))
+                        + tuple(table_fields) + ('settings',), [row],
+                        key=('model', 'settings', 'seed'))
   return out
 
 
@@ -264,7 +273,9 @@ def results_table(path, paper_table, *, metric: str, label: str,
                   ) -> str:
   """The rows of a :func:`run_seeds` CSV as the paper's table, in Markdown.
 
-  One line per model: its parameter count and ``scale * metric`` as mean ±
+  One line per model and settings (a model trained with non-default
+  settings has them in brackets after its name, a line of its own): its
+  parameter count and ``scale * metric`` as mean ±
   std over its seeds, each beside the paper's (``paper_table``: TABLE1 or
   TABLE2), the median and range over the seeds (one diverged seed moves the
   mean and std far more than the median), the number of seeds and the mean
@@ -280,7 +291,9 @@ def results_table(path, paper_table, *, metric: str, label: str,
     raise FileNotFoundError(f'no rows in {path}; train a model first.')
   by_model: dict = {}
   for r in rows:
-    by_model.setdefault(r['model'], []).append(r)
+    # Rows of other settings are other runs: each setting is its own line.
+    name = r['model'] + (f' [{r["settings"]}]' if r.get('settings') else '')
+    by_model.setdefault(name, []).append(r)
   order = {name: i for i, name in enumerate(CELL_NAMES)}
   extra = ' at best valid |' if early_stopped else ''
   lines = [f'| model | params (paper) | {label} (paper) | median [min, max] '
@@ -292,7 +305,8 @@ def results_table(path, paper_table, *, metric: str, label: str,
     values = [scale * g[metric] for g in group]
     mean, std = mean_std(values)
     paper = paper_row(paper_table, ModelSpec(
-        first['cell'], first['hidden_size'], depth=_depth_in_name(model)))
+        first['cell'], first['hidden_size'],
+        depth=_depth_in_name(first['model'])))
     p_params = paper[0] if paper and paper[0] else '-'
     p_value = (f'{paper[1]:.2f}' + (f' ± {paper[2]:.2f}' if paper[2] else '')
                if paper and paper[1] else '-')
