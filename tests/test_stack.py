@@ -71,9 +71,8 @@ def test_loss_gets_the_step_and_a_key_without_recompiling(tmp_path):
 
 
 def test_steps_per_sec_is_the_last_interval_without_compile_or_eval(
-    tmp_path, monkeypatch):
+    tmp_path):
   clock = [0.0]
-  monkeypatch.setattr(train_lib, '_clock', lambda: clock[0])
   base = _toy_experiment([], [])
 
   def sample(key, step):
@@ -85,7 +84,8 @@ def test_steps_per_sec_is_the_last_interval_without_compile_or_eval(
     return base.evaluate(params, step)
 
   exp = base._replace(sample=sample, evaluate=evaluate)
-  result = train_and_evaluate(exp, _config(steps=8, eval_every=4), tmp_path)
+  result = train_and_evaluate(exp, _config(steps=8, eval_every=4), tmp_path,
+                              clock=lambda: clock[0])
   # Each interval's rate starts after its first step: 3 steps in 3 s.
   assert [h['steps_per_sec'] for h in result.history] == [1.0, 1.0]
 

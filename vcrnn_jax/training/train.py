@@ -144,10 +144,6 @@ class TrainingDiverged(RuntimeError):
   """The loss became NaN or infinite; the message names the step."""
 
 
-# The clock of the steps_per_sec metric (tests drive it).
-_clock = time.perf_counter
-
-
 def _finite_number(name, value, *, low=0.0, strict=True, high=None):
   ok = (isinstance(value, (int, float)) and not isinstance(value, bool)
         and math.isfinite(value) and (value > low if strict else value >= low)
@@ -420,6 +416,50 @@ def _progress_values(window: list) -> dict:
   return {k: f'{v:.4g}' for k, v in list(shown.items())[:4]}
 
 
+def train_step(experiment: Experiment, tx: optax.GradientTransformation,
+               state: TrainState, batch: Any, key: jax.Array, *,
+               clip_apart: tuple = ()) -> tuple[TrainState, dict]:
+  """One update of ``state`` on ``batch``: ``(new_state, metrics)``.
+
+  Pure, so a test or a benchmark can call it (jitted with ``experiment`` and
+  ``tx`` static) and get what :func:`train_and_evaluate` computes:
+
+    step = jax.jit(train_step, static_argnums=(0, 1))
+    state, metrics = step(experiment, tx, state, batch, key)
+
+  Args:
+    experiment: the run's functions (its ``loss`` is differentiated).
+    tx: the optimizer (:func:`make_optimizer`).
+    state: params, optimizer state, step, data key and carried state.
+    batch: the step's batch (``experiment.sample(data_key, step)``).
+    key: the step's PRNG key for the loss (dropout); the trainer passes
+      ``fold_in(loss_key, step)``.
+    clip_apart: groups whose gradient norm is logged apart
+      (``grad_norm_<name>``), as :class:`TrainConfig` clips them.
+
+  Returns:
+    The next state (step + 1) and the loss function's metrics with
+    ``grad_norm`` (before clipping) and ``loss_total`` (the loss itself).
+  """
+  info = StepInfo(key, state.step, state.carry)
+  (loss, aux), grads = jax.value_and_grad(
+      experiment.loss, has_aux=True)(state.params, batch, info)
+  metrics, carry = aux if experiment.init_carry is not None else (aux, None)
+  updates, opt_state = tx.update(grads, state.opt_state, state.params)
+  params = optax.apply_updates(state.params, updates)
+  metrics = dict(metrics, grad_norm=_global_norm(grads))
+  for name in clip_apart:   # the share of each group clipped apart
+    metrics[f'grad_norm_{name}'] = _global_norm(_leaves_under(grads, name))
+  metrics['loss_total'] = loss
+  return TrainState(params, opt_state, state.step + 1, state.data_key,
+                    carry), metrics
+
+
+def evaluate(experiment: Experiment, params: Any, step: int) -> dict:
+  """The held-out metrics of ``params`` at ``step``, as Python floats."""
+  return {k: float(v) for k, v in experiment.evaluate(params, step).items()}
+
+
 def _logged_training_metrics(workdir: pathlib.Path, step: int) -> dict:
   """The ``train_*`` metrics and ``steps_per_sec`` logged at ``step``.
 
@@ -438,44 +478,15 @@ def _logged_training_metrics(workdir: pathlib.Path, step: int) -> dict:
           if k.startswith('train_') or k == 'steps_per_sec'}
 
 
-def train_and_evaluate(experiment: Experiment, config: TrainConfig,
-                       workdir, *,
-                       on_checkpoint: Optional[Callable[[int], None]] = None,
-                       ) -> TrainResult:
-  """Trains ``experiment`` in ``workdir``, resuming from its latest checkpoint.
+class _Shardings(NamedTuple):
+  """Where the state and the batches live: a ``'data'`` mesh over devices."""
+  devices: int
+  replicated: NamedSharding
+  batch: NamedSharding
+  state: TrainState
 
-  Writes ``<workdir>/checkpoints/`` (Orbax; params, optimizer state, step,
-  data key and carried state every ``checkpoint_every`` steps and at the end,
-  the last ``keep_checkpoints`` kept), ``<workdir>/metrics.jsonl`` and
-  TensorBoard events in ``<workdir>/tensorboard/`` at every evaluation, and a
-  progress bar. Each evaluation logs the held-out metrics, the mean of the
-  loss's metrics since the last one (``train_*``) and ``steps_per_sec``,
-  the rate over that interval (compilation and evaluation excluded).
 
-  Args:
-    experiment: the pure functions of the run.
-    config: its hyperparameters.
-    workdir: the run's folder (created if missing).
-    on_checkpoint: called with the step after every checkpoint is saved, on
-      every process (the binaries record their run-defining flags there: a
-      workdir without a checkpoint holds no run; only process 0 writes).
-
-  Several processes (:mod:`vcrnn_jax.training.distributed`): every process
-  calls this with the same arguments and one ``workdir`` they all see. Each
-  builds the batch of each step from ``(data key, step)`` and feeds its own
-  devices' rows, so the numbers do not depend on the number of processes;
-  all of them save and restore the checkpoints together, and process 0 alone
-  writes the metrics, the progress bar and the summary.
-
-  Raises:
-    ValueError: a bad config or workdir, or a batch size the devices do not
-      divide (:class:`distributed.AgreedError`, on every process, for a
-      workdir the processes do not share).
-    TrainingDiverged: the loss became NaN/inf; nothing after the last good
-      checkpoint was saved.
-  """
-  _check_config(config)
-  workdir = prepare_workdir(workdir)
+def _shardings(config: TrainConfig, has_carry: bool) -> _Shardings:
   devices = np.array(jax.devices())
   if config.batch_size % devices.size:
     # Every process finds this alike (AgreedError is a ValueError).
@@ -484,23 +495,23 @@ def train_and_evaluate(experiment: Experiment, config: TrainConfig,
         f'devices ({devices.size}).')
   mesh = Mesh(devices, ('data',))
   replicated = NamedSharding(mesh, PartitionSpec())
-  batch_sharding = NamedSharding(mesh, PartitionSpec('data'))
-  checkpoint_every = config.checkpoint_every or config.eval_every
-  is_chief = jax.process_index() == 0
-  has_carry = experiment.init_carry is not None
-  _, _, loss_key = run_keys(config.seed)
+  batch = NamedSharding(mesh, PartitionSpec('data'))
+  state = TrainState(replicated, replicated, replicated, replicated,
+                     batch if has_carry else None)
+  return _Shardings(devices.size, replicated, batch, state)
 
-  tx, state = _initial_state(experiment, config)
 
-  # Every process saves and restores with Orbax, in one shared folder.
-  distributed.check_shared_folder(workdir)
-  checkpointer = Checkpointer(workdir / 'checkpoints',
-                              max_to_keep=config.keep_checkpoints)
+def _restore(checkpointer: Checkpointer, state: TrainState, workdir,
+             config: TrainConfig) -> tuple[int, TrainState]:
+  """The latest checkpoint's step and state (``(0, state)`` if none).
+
+  Every process restores the same step from the shared folder; one beyond
+  ``config.steps`` is refused in one line.
+  """
   restored = checkpointer.restore_latest(state)
   start = 0
   if restored is not None:
-    start, state = restored
-    state = TrainState(*state)
+    start, state = restored[0], TrainState(*restored[1])
   steps = distributed.agree('the restored step', str(start))
   if len(set(steps)) > 1:
     raise distributed.AgreedError(
@@ -513,136 +524,227 @@ def train_and_evaluate(experiment: Experiment, config: TrainConfig,
         f'{workdir} is already at step {start}, beyond --steps='
         f'{config.steps}: rerun with --steps={start} to evaluate that '
         'checkpoint only (more to train on), or pass another --workdir.')
-  state_sharding = TrainState(
-      replicated, replicated, replicated, replicated,
-      batch_sharding if has_carry else None)
+  return start, state
+
+
+def _place(state: TrainState, sharding: TrainState) -> TrainState:
   if jax.process_count() == 1:
-    state = jax.device_put(state, state_sharding)
-  else:
-    state = jax.tree_util.tree_map(
-        lambda target, part: jax.tree_util.tree_map(
-            lambda leaf: _put(leaf, target), part), state_sharding, state)
-  writer = MetricsWriter(workdir, resume_step=start) if is_chief else None
+    return jax.device_put(state, sharding)
+  return jax.tree_util.tree_map(
+      lambda target, part: jax.tree_util.tree_map(
+          lambda leaf: _put(leaf, target), part), sharding, state)
 
-  def train_step(state: TrainState, batch):
-    info = StepInfo(jax.random.fold_in(loss_key, state.step), state.step,
-                    state.carry)
-    (loss, aux), grads = jax.value_and_grad(
-        experiment.loss, has_aux=True)(state.params, batch, info)
-    metrics, carry = aux if has_carry else (aux, None)
-    updates, opt_state = tx.update(grads, state.opt_state, state.params)
-    params = optax.apply_updates(state.params, updates)
-    metrics = dict(metrics, grad_norm=_global_norm(grads))
-    for name in config.clip_apart:   # the share of each group clipped apart
-      metrics[f'grad_norm_{name}'] = _global_norm(_leaves_under(grads, name))
-    return TrainState(params, opt_state, state.step + 1,
-                      state.data_key, carry), loss, metrics
 
-  donate = (0,) if jax.default_backend() != 'cpu' else ()
-  train_step = jax.jit(train_step, donate_argnums=donate,
-                       out_shardings=(state_sharding, replicated, replicated))
+class _Logbook:
+  """The host side of a run: NaN guard, ``train_*`` means, rate, outputs.
 
-  progress = Progress(config.steps, initial=start, desc=config.desc) \
-      if is_chief and not config.quiet else None
-  history: list = []
-  last_eval: dict = {}
-  last_saved = checkpointer.latest_step()
-  pending: list = []    # (step, loss, metrics) not yet checked on the host
-  train_window: list = []
-  t_start = time.time()
-  # The rate of an interval starts after its first step, so neither the
-  # compilation nor the evaluation before it counts.
-  rate_ref: Optional[tuple[float, int]] = None
+  Steps are dispatched ahead of the host; their losses are fetched in
+  groups (:meth:`flush`), every ``log_every`` steps and before any
+  evaluation or checkpoint, so nothing is saved after a non-finite loss.
+  """
 
-  def say(line):
-    if progress is not None:
-      progress.write(line)
-    elif is_chief and not config.quiet:
+  def __init__(self, config: TrainConfig, workdir: pathlib.Path, start: int,
+               last_saved: Optional[int], clock: Callable[[], float]):
+    chief = jax.process_index() == 0
+    self.config, self.workdir, self.clock = config, workdir, clock
+    self.writer = MetricsWriter(workdir, resume_step=start) if chief else None
+    self.progress = (Progress(config.steps, initial=start, desc=config.desc)
+                     if chief and not config.quiet else None)
+    self.echo = chief and not config.quiet
+    self.last_saved = last_saved
+    self.pending: list = []       # (step, metrics) not yet checked on host
+    self.window: list = []        # host metrics since the last evaluation
+    self.history: list = []
+    self.last_eval: dict = {}
+    # The rate of an interval starts after its first step, so neither the
+    # compilation nor the evaluation before it counts.
+    self.rate_ref: Optional[tuple[float, int]] = None
+
+  def say(self, line: str) -> None:
+    if self.progress is not None:
+      self.progress.write(line)
+    elif self.echo:
       print(line, flush=True)
 
-  def flush_pending(step):
-    for s, loss, metrics in pending:
-      value = float(loss)
-      if not math.isfinite(value):
-        where = (f'step {last_saved} in {workdir / "checkpoints"}'
-                 if last_saved is not None else 'none')
-        raise TrainingDiverged(
-            f'loss is {value} at step {s}; training stopped. Last good '
-            f'checkpoint: {where} (not overwritten).')
-      train_window.append({k: float(v) for k, v in metrics.items()})
-      train_window[-1]['loss_total'] = value
-    pending.clear()
-    if progress is not None and train_window:
-      progress.update(step, **_progress_values(train_window))
+  def stepped(self, step: int, metrics: dict) -> None:
+    self.pending.append((step, metrics))
+    if self.rate_ref is None:
+      jax.block_until_ready(metrics['loss_total'])
+      self.rate_ref = (self.clock(), step)
 
-  if restored is not None:
-    say(f'Resumed from step {start} ({workdir / "checkpoints"}).')
+  def flush(self, step: int) -> None:
+    for s, metrics in self.pending:
+      host = {k: float(v) for k, v in metrics.items()}
+      if not math.isfinite(host['loss_total']):
+        where = (f'step {self.last_saved} in {self.workdir / "checkpoints"}'
+                 if self.last_saved is not None else 'none')
+        raise TrainingDiverged(
+            f'loss is {host["loss_total"]} at step {s}; training stopped. '
+            f'Last good checkpoint: {where} (not overwritten).')
+      self.window.append(host)
+    self.pending.clear()
+    if self.progress is not None and self.window:
+      self.progress.update(step, **_progress_values(self.window))
+
+  def rate(self, step: int) -> float:
+    """Steps per second since the interval's first step (NaN if none)."""
+    ref_time, ref_step = self.rate_ref
+    return ((step - ref_step) / max(self.clock() - ref_time, 1e-9)
+            if step > ref_step else float('nan'))
+
+  def evaluated(self, step: int, rate: float, held_out: dict) -> None:
+    results = {f'train_{k}': float(np.mean([m[k] for m in self.window]))
+               for k in (self.window[0] if self.window else {})}
+    self.window.clear()
+    results.update(held_out)
+    results['steps_per_sec'] = rate
+    self.last_eval = results
+    self.history.append(dict(step=step, **results))
+    if self.writer is not None:
+      self.writer.write(step, results)
+    self.say(f'step {step}: ' + ', '.join(
+        f'{k}={v:.4g}' for k, v in results.items()))
+    self.rate_ref = None
+
+  def saved(self, step: int) -> None:
+    self.last_saved = step
+    self.rate_ref = None
+
+  def close(self) -> None:
+    if self.progress is not None:
+      self.progress.close()
+    if self.writer is not None:
+      self.writer.close()
+
+
+def _train_loop(experiment: Experiment, config: TrainConfig, state, start,
+                step_fn, shardings: _Shardings, checkpointer: Checkpointer,
+                log: _Logbook, on_checkpoint) -> TrainState:
+  """Steps ``start`` to ``config.steps``: evaluate, log and save on schedule."""
+  checkpoint_every = config.checkpoint_every or config.eval_every
   # The batch of a step is sampled from host values on this process's own
   # default device: from the state's arrays (which span every process) the
   # sampler would be a computation of all processes, synchronised each step.
   data_key = _to_host(state.data_key)
-  try:
-    step = start
-    while step < config.steps:
-      batch = _shard_batch(experiment.sample(data_key, np.int32(step)),
-                           batch_sharding, replicated)
-      state, loss, metrics = train_step(state, batch)
-      step += 1
-      pending.append((step, loss, metrics))
-      if rate_ref is None:
-        jax.block_until_ready(loss)
-        rate_ref = (_clock(), step)
-      last = step == config.steps
-      do_eval = step % config.eval_every == 0 or last
-      do_save = step % checkpoint_every == 0 or last
-      if step % config.log_every == 0 or do_eval or do_save:
-        flush_pending(step)
-      if do_eval:
-        ref_time, ref_step = rate_ref
-        jax.block_until_ready(loss)
-        rate = ((step - ref_step) / max(_clock() - ref_time, 1e-9)
-                if step > ref_step else float('nan'))
-        results = {f'train_{k}': float(np.mean([m[k] for m in train_window]))
-                   for k in (train_window[0] if train_window else {})}
-        train_window.clear()
-        results.update({k: float(v) for k, v in
-                        experiment.evaluate(state.params, step).items()})
-        results['steps_per_sec'] = rate
-        last_eval = results
-        history.append(dict(step=step, **results))
-        if writer is not None:
-          writer.write(step, results)
-        say(f'step {step}: ' + ', '.join(
-            f'{k}={v:.4g}' for k, v in results.items()))
-        rate_ref = None
-      if do_save:
-        checkpointer.save(step, _to_host(state))
-        last_saved = step
-        if on_checkpoint is not None:
-          on_checkpoint(step)
-        rate_ref = None
-  finally:
-    if progress is not None:
-      progress.close()
-    if writer is not None:
-      writer.close()
-    checkpointer.close()
+  step = start
+  while step < config.steps:
+    batch = _shard_batch(experiment.sample(data_key, np.int32(step)),
+                         shardings.batch, shardings.replicated)
+    state, metrics = step_fn(state, batch)
+    step += 1
+    log.stepped(step, metrics)
+    last = step == config.steps
+    do_eval = step % config.eval_every == 0 or last
+    do_save = step % checkpoint_every == 0 or last
+    if step % config.log_every == 0 or do_eval or do_save:
+      log.flush(step)
+    if do_eval:
+      jax.block_until_ready(metrics['loss_total'])
+      rate = log.rate(step)
+      log.evaluated(step, rate, evaluate(experiment, state.params, step))
+    if do_save:
+      checkpointer.save(step, _to_host(state))
+      log.saved(step)
+      if on_checkpoint is not None:
+        on_checkpoint(step)
+  return state
 
+
+def _print_summary(config, start, final_step, elapsed, devices, metrics,
+                   workdir) -> None:
+  rows = {'steps': f'{start} -> {final_step}',
+          'wall time': f'{elapsed:.1f} s',
+          'devices': f'{devices} x {jax.default_backend()}'}
+  rows.update({k: f'{v:.4g}' for k, v in metrics.items()})
+  rows['workdir'] = str(workdir)
+  print(summary_table(rows, title=config.desc), flush=True)
+
+
+def train_and_evaluate(experiment: Experiment, config: TrainConfig,
+                       workdir, *,
+                       on_checkpoint: Optional[Callable[[int], None]] = None,
+                       clock: Callable[[], float] = time.perf_counter,
+                       ) -> TrainResult:
+  """Trains ``experiment`` in ``workdir``, resuming from its latest checkpoint.
+
+  Writes ``<workdir>/checkpoints/`` (Orbax; params, optimizer state, step,
+  data key and carried state every ``checkpoint_every`` steps and at the end,
+  the last ``keep_checkpoints`` kept), ``<workdir>/metrics.jsonl`` and
+  TensorBoard events in ``<workdir>/tensorboard/`` at every evaluation, and a
+  progress bar. Each evaluation logs the held-out metrics, the mean of the
+  loss's metrics since the last one (``train_*``) and ``steps_per_sec``,
+  the rate over that interval (compilation and evaluation excluded). Each
+  step is :func:`train_step`, jitted; each evaluation :func:`evaluate`.
+
+  Args:
+    experiment: the pure functions of the run.
+    config: its hyperparameters.
+    workdir: the run's folder (created if missing).
+    on_checkpoint: called with the step after every checkpoint is saved, on
+      every process (the binaries record their run-defining flags there: a
+      workdir without a checkpoint holds no run; only process 0 writes).
+    clock: seconds, for ``steps_per_sec`` (a test passes its own).
+
+  Several processes (:mod:`vcrnn_jax.training.distributed`): every process
+  calls this with the same arguments and one ``workdir`` they all see. Each
+  builds the batch of each step from ``(data key, step)`` and feeds its own
+  devices' rows, so the numbers do not depend on the number of processes;
+  all of them save and restore the checkpoints together, and process 0 alone
+  writes the metrics, the progress bar and the summary.
+
+  Raises:
+    ValueError: a bad config or workdir, a workdir already beyond
+      ``config.steps``, or a batch size the devices do not divide
+      (:class:`distributed.AgreedError`, on every process, for a workdir the
+      processes do not share).
+    TrainingDiverged: the loss became NaN/inf; nothing after the last good
+      checkpoint was saved.
+  """
+  _check_config(config)
+  workdir = prepare_workdir(workdir)
+  shardings = _shardings(config, experiment.init_carry is not None)
+  _, _, loss_key = run_keys(config.seed)
+  tx, state = _initial_state(experiment, config)
+  # Every process saves and restores with Orbax, in one shared folder.
+  distributed.check_shared_folder(workdir)
+  checkpointer = Checkpointer(workdir / 'checkpoints',
+                              max_to_keep=config.keep_checkpoints)
+  try:
+    start, state = _restore(checkpointer, state, workdir, config)
+  except BaseException:
+    checkpointer.close()
+    raise
+  state = _place(state, shardings.state)
+
+  def step_fn(state, batch):
+    return train_step(experiment, tx, state, batch,
+                      jax.random.fold_in(loss_key, state.step),
+                      clip_apart=config.clip_apart)
+
+  donate = (0,) if jax.default_backend() != 'cpu' else ()
+  step_fn = jax.jit(step_fn, donate_argnums=donate,
+                    out_shardings=(shardings.state, shardings.replicated))
+  t_start = time.time()
+  log = _Logbook(config, workdir, start, checkpointer.latest_step(), clock)
+  if start:
+    log.say(f'Resumed from step {start} ({workdir / "checkpoints"}).')
+  try:
+    state = _train_loop(experiment, config, state, start, step_fn, shardings,
+                        checkpointer, log, on_checkpoint)
+  finally:
+    log.close()
+    checkpointer.close()
   final_step = int(state.step)
-  if not last_eval:
+  metrics = log.last_eval
+  if not metrics:
     # Already trained to `steps` (a rerun of a finished command): report the
     # checkpoint's metrics; metrics.jsonl already holds this step.
-    say(f'Already at step {final_step} >= --steps={config.steps}; '
-        'evaluating the checkpoint only.')
-    last_eval = {**_logged_training_metrics(workdir, final_step),
-                 **{k: float(v) for k, v in
-                    experiment.evaluate(state.params, final_step).items()}}
-  if is_chief and not config.quiet:
-    elapsed = time.time() - t_start
-    rows = {'steps': f'{start} -> {final_step}',
-            'wall time': f'{elapsed:.1f} s',
-            'devices': f'{devices.size} x {jax.default_backend()}'}
-    rows.update({k: f'{v:.4g}' for k, v in last_eval.items()})
-    rows['workdir'] = str(workdir)
-    print(summary_table(rows, title=config.desc), flush=True)
-  return TrainResult(_to_host(state.params), final_step, last_eval, history)
+    log.say(f'Already at step {final_step} >= --steps={config.steps}; '
+            'evaluating the checkpoint only.')
+    metrics = {**_logged_training_metrics(workdir, final_step),
+               **evaluate(experiment, state.params, final_step)}
+  if log.echo:
+    _print_summary(config, start, final_step, time.time() - t_start,
+                   shardings.devices, metrics, workdir)
+  return TrainResult(_to_host(state.params), final_step, metrics,
+                     log.history)
