@@ -42,8 +42,8 @@ from absl import flags
 from experiments import _act
 from experiments import _common
 from vcrnn_jax import data
-from vcrnn_jax.training import act_lm
-from vcrnn_jax.training import act_tasks
+from vcrnn_jax.papers.act import lm as act_lm
+from vcrnn_jax.papers.act import tasks as act_tasks
 from vcrnn_jax.training import distributed
 
 flags.DEFINE_enum('data', 'enwik8', ['enwik8', 'bytes', 'text'], 'Corpus: '

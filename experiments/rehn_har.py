@@ -42,7 +42,7 @@ from vcrnn_jax import data
 from vcrnn_jax.files import atomic_write
 from vcrnn_jax.models import sequence_model
 from vcrnn_jax.training import distributed
-from vcrnn_jax.training import rehn_tasks
+from vcrnn_jax.papers.rehn import tasks as rehn_tasks
 from vcrnn_jax.training import supervised
 
 flags.DEFINE_string('data_dir', None, 'Folder holding har/UCI HAR Dataset.zip '

@@ -44,7 +44,7 @@ from vcrnn_jax import data
 from vcrnn_jax.models import language_model, symmetric_uniform
 from vcrnn_jax.training import distributed
 from vcrnn_jax.training import lm
-from vcrnn_jax.training import rehn_tasks
+from vcrnn_jax.papers.rehn import tasks as rehn_tasks
 
 flags.DEFINE_string('data_dir', None, 'Folder holding ptb/ptb.*.txt '
                     '(Mikolov\'s layout); default: the download cache.')

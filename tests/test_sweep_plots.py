@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from vcrnn_jax.analysis import plots
-from vcrnn_jax.analysis import act_sweep
+from vcrnn_jax.papers.act import sweep as act_sweep
 from vcrnn_jax.analysis import sweep
 from vcrnn_jax.training.train import TrainingDiverged
 
@@ -146,9 +146,12 @@ def test_upsert_rows_replaces_a_run_rows_and_round_trips(tmp_path):
     return [dict(task='parity', act=tau is not None, tau=tau, seed=seed,
                  difficulty=d, sequence_error=error, ponder=1.5)
             for d in (1, 2)]
-  sweep.upsert_rows(path, act_sweep.DIFFICULTY_FIELDS, rows(0.01, 0, 0.5))
-  sweep.upsert_rows(path, act_sweep.DIFFICULTY_FIELDS, rows(None, 0, 0.4))
-  sweep.upsert_rows(path, act_sweep.DIFFICULTY_FIELDS, rows(0.01, 0, 0.1 + 0.2))
+  sweep.upsert_rows(path, act_sweep.DIFFICULTY_FIELDS, rows(0.01, 0, 0.5),
+                    key=act_sweep.RUN_KEY)
+  sweep.upsert_rows(path, act_sweep.DIFFICULTY_FIELDS, rows(None, 0, 0.4),
+                    key=act_sweep.RUN_KEY)
+  sweep.upsert_rows(path, act_sweep.DIFFICULTY_FIELDS, rows(0.01, 0, 0.1 + 0.2),
+                    key=act_sweep.RUN_KEY)
   got = sweep.read_rows(path)
   assert len(got) == 4
   assert [(r['act'], r['tau'], r['difficulty']) for r in got] == [

@@ -59,7 +59,7 @@ def plot_bit_computation(bits: Sequence[int], usage: Sequence[float],
   Args:
     bits: ``[T]`` input bits (0/1), the tick labels.
     usage: ``[T]`` mean mask over the highest dimensions
-      (:func:`vcrnn_jax.training.vc_lm.top_dims_usage`).
+      (:func:`vcrnn_jax.papers.vc.lm.top_dims_usage`).
     positions: ``[T]`` bit position in its character (0 = first, -1 =
       buffer bit), as ``load('ptb_bit').meta['bit_position']``.
     chars: one label per character (bits with position 0), written above
@@ -121,7 +121,7 @@ def plot_mean_by_class(groups: Mapping[str, Mapping[str, Mapping[str, float]]],
 
   Args:
     groups: panel name -> (class -> ``{'mean', 'count'}``), as
-      :func:`vcrnn_jax.training.vc_lm.mean_by_class` returns for each
+      :func:`vcrnn_jax.papers.vc.lm.mean_by_class` returns for each
       grouping (e.g. ``{'symbol kind': ..., 'note length': ...}``).
     path: the PNG to write.
     title: the figure title.
