@@ -58,7 +58,7 @@ from experiments import _act
 from experiments import _common
 from vcrnn_jax import tasks
 from vcrnn_jax.papers.act import sweep as act_sweep
-from vcrnn_jax.analysis import plots
+from vcrnn_jax.papers.act import plots
 from vcrnn_jax.analysis import sweep
 from vcrnn_jax.training import distributed
 

@@ -100,7 +100,7 @@ def main(argv):
   result = _common.train(task.experiment, _act.train_config('act_wikipedia'),
                          workdir)
   if FLAGS.plot_ponder_bytes and distributed.is_chief():
-    from vcrnn_jax.analysis import plots  # pylint: disable=g-import-not-at-top
+    from vcrnn_jax.papers.act import plots  # pylint: disable=g-import-not-at-top
     text = ds.valid[:FLAGS.plot_ponder_bytes + 1]
     ponder = act_lm.ponder_over_text(task, result.params, text)
     path = workdir / 'ponder_over_text.png'
