@@ -41,7 +41,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from vcrnn_jax import tasks
-from vcrnn_jax.training import act_tasks
+from vcrnn_jax.papers.act import tasks as act_tasks
 from vcrnn_jax.training.train import (StepInfo, TrainConfig,
                                       restore_latest_params)
 

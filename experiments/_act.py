@@ -14,9 +14,9 @@ from absl import flags
 
 from experiments import _common
 from vcrnn_jax import tasks
-from vcrnn_jax.analysis import act_sweep
+from vcrnn_jax.papers.act import sweep as act_sweep
 from vcrnn_jax.files import atomic_write
-from vcrnn_jax.training import act_tasks
+from vcrnn_jax.papers.act import tasks as act_tasks
 from vcrnn_jax.training import distributed
 from vcrnn_jax.training.train import TrainConfig
 

@@ -4,7 +4,7 @@ own paper defaults for the size and the fixed depth)."""
 from absl import flags
 
 from experiments import _common
-from vcrnn_jax.training import rehn_tasks
+from vcrnn_jax.papers.rehn import tasks as rehn_tasks
 
 FLAGS = flags.FLAGS
 

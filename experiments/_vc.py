@@ -3,7 +3,7 @@
 The model and penalty flags (paper defaults where Sec. 5 gives them), the
 training defaults the paper does not give (documented here once), and
 :func:`train_and_analyse`: train on :mod:`vcrnn_jax.training.lm` through
-:func:`vcrnn_jax.training.vc_lm.lm_task`, evaluate the test split, then
+:func:`vcrnn_jax.papers.vc.lm.lm_task`, evaluate the test split, then
 measure where the scheduler computes on the valid split and plot it.
 
 Training defaults (the paper gives no optimiser, batch or BPTT length):
@@ -33,7 +33,7 @@ from absl import flags
 from experiments import _common
 from vcrnn_jax.training import distributed
 from vcrnn_jax.training import lm
-from vcrnn_jax.training import vc_lm
+from vcrnn_jax.papers.vc import lm as vc_lm
 
 FLAGS = flags.FLAGS
 
@@ -273,7 +273,7 @@ def _analyse(task, spec, result, workdir, valid_stream, decode, classes,
   the caller runs after ``results.json`` is written (``draw()`` returns
   the path it wrote).
   """
-  from vcrnn_jax.analysis import vc_plots  # pylint: disable=g-import-not-at-top
+  from vcrnn_jax.papers.vc import plots as vc_plots  # pylint: disable=g-import-not-at-top
   workdir = pathlib.Path(workdir)
   lam = vc_lm.sharpness_at(spec, result.step)
   analysis: dict = {'sharpness': lam}

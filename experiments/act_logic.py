@@ -34,7 +34,7 @@ from absl import flags
 
 from experiments import _act
 from experiments import _common
-from vcrnn_jax.training import act_tasks
+from vcrnn_jax.papers.act import tasks as act_tasks
 
 _PAPER = act_tasks.PAPER_SETTINGS['logic']
 _TASK = _PAPER['task_kwargs']

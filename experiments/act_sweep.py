@@ -57,8 +57,8 @@ from absl import flags
 from experiments import _act
 from experiments import _common
 from vcrnn_jax import tasks
-from vcrnn_jax.analysis import act_sweep
-from vcrnn_jax.analysis import plots
+from vcrnn_jax.papers.act import sweep as act_sweep
+from vcrnn_jax.papers.act import plots
 from vcrnn_jax.analysis import sweep
 from vcrnn_jax.training import distributed
 

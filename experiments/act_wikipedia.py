@@ -42,8 +42,8 @@ from absl import flags
 from experiments import _act
 from experiments import _common
 from vcrnn_jax import data
-from vcrnn_jax.training import act_lm
-from vcrnn_jax.training import act_tasks
+from vcrnn_jax.papers.act import lm as act_lm
+from vcrnn_jax.papers.act import tasks as act_tasks
 from vcrnn_jax.training import distributed
 
 flags.DEFINE_enum('data', 'enwik8', ['enwik8', 'bytes', 'text'], 'Corpus: '
@@ -100,7 +100,7 @@ def main(argv):
   result = _common.train(task.experiment, _act.train_config('act_wikipedia'),
                          workdir)
   if FLAGS.plot_ponder_bytes and distributed.is_chief():
-    from vcrnn_jax.analysis import plots  # pylint: disable=g-import-not-at-top
+    from vcrnn_jax.papers.act import plots  # pylint: disable=g-import-not-at-top
     text = ds.valid[:FLAGS.plot_ponder_bytes + 1]
     ponder = act_lm.ponder_over_text(task, result.params, text)
     path = workdir / 'ponder_over_text.png'

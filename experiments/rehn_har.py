@@ -42,7 +42,7 @@ from vcrnn_jax import data
 from vcrnn_jax.files import atomic_write
 from vcrnn_jax.models import sequence_model
 from vcrnn_jax.training import distributed
-from vcrnn_jax.training import rehn_tasks
+from vcrnn_jax.papers.rehn import tasks as rehn_tasks
 from vcrnn_jax.training import supervised
 
 flags.DEFINE_string('data_dir', None, 'Folder holding har/UCI HAR Dataset.zip '
@@ -182,7 +182,7 @@ def main(argv):
 
 def _plot_depth(task, params, ds, classes, workdir) -> None:
   """Realized depth per class and along one test window (elastic cells)."""
-  from vcrnn_jax.analysis import plots  # pylint: disable=g-import-not-at-top
+  from vcrnn_jax.papers.rehn import plots  # pylint: disable=g-import-not-at-top
   x, y = ds.test
   _, stats = task.predict(params, x)
   first = int(np.argmax(y == y[0]))

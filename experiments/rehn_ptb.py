@@ -44,7 +44,7 @@ from vcrnn_jax import data
 from vcrnn_jax.models import language_model, symmetric_uniform
 from vcrnn_jax.training import distributed
 from vcrnn_jax.training import lm
-from vcrnn_jax.training import rehn_tasks
+from vcrnn_jax.papers.rehn import tasks as rehn_tasks
 
 flags.DEFINE_string('data_dir', None, 'Folder holding ptb/ptb.*.txt '
                     '(Mikolov\'s layout); default: the download cache.')
@@ -159,7 +159,7 @@ def main(argv):
 
 
 def _plot_depth_along_text(task, result, ds, workdir):
-  from vcrnn_jax.analysis import plots  # pylint: disable=g-import-not-at-top
+  from vcrnn_jax.papers.rehn import plots  # pylint: disable=g-import-not-at-top
   tokens = ds.test[:FLAGS.plot_words + 1]
 
   def draw():
@@ -173,7 +173,7 @@ def _plot_depth_along_text(task, result, ds, workdir):
 
 
 def _plot_depth_by_word(task, result, ds, workdir):
-  from vcrnn_jax.analysis import plots  # pylint: disable=g-import-not-at-top
+  from vcrnn_jax.papers.rehn import plots  # pylint: disable=g-import-not-at-top
 
   def draw():
     long = ds.test[:20_000]

@@ -49,7 +49,7 @@ from vcrnn_jax.data.dataset import split_counts
 from vcrnn_jax.models import sequence_model
 from vcrnn_jax.tasks import elastic_depth
 from vcrnn_jax.training import distributed
-from vcrnn_jax.training import rehn_tasks
+from vcrnn_jax.papers.rehn import tasks as rehn_tasks
 from vcrnn_jax.training import supervised
 
 _rehn.define_model_flags(

@@ -57,7 +57,7 @@ from absl import flags
 from experiments import _common
 from experiments import _vc
 from vcrnn_jax import data
-from vcrnn_jax.training import vc_lm
+from vcrnn_jax.papers.vc import lm as vc_lm
 
 flags.DEFINE_string('data_path', None, 'The UTF-8 corpus (one of '
                     '../shared/data/text/fortunes_{cs,de}.txt, or a Europarl '

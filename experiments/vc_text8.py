@@ -30,7 +30,7 @@ from absl import flags
 from experiments import _common
 from experiments import _vc
 from vcrnn_jax import data
-from vcrnn_jax.training import vc_lm
+from vcrnn_jax.papers.vc import lm as vc_lm
 
 flags.DEFINE_string('data_dir', None, 'Folder holding text8 or text8.zip '
                     '(or <data_dir>/text8/); default: the download cache.')

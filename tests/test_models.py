@@ -7,7 +7,8 @@ import pytest
 
 from vcrnn_jax import act, cells, tasks
 from vcrnn_jax.models import sequence_model
-from vcrnn_jax.training import act_lm, act_tasks
+from vcrnn_jax.papers.act import lm as act_lm
+from vcrnn_jax.papers.act import tasks as act_tasks
 from vcrnn_jax.training.train import StepInfo
 from vcrnn_jax.unroll import unroll
 

@@ -5,7 +5,7 @@ import math
 import pytest
 
 from vcrnn_jax.training import metric_writer
-from vcrnn_jax.training import rehn_tasks
+from vcrnn_jax.papers.rehn import tasks as rehn_tasks
 
 
 def _write_log(workdir, lines):

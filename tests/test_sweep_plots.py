@@ -12,7 +12,9 @@ import numpy as np
 import pytest
 
 from vcrnn_jax.analysis import plots
-from vcrnn_jax.analysis import act_sweep
+from vcrnn_jax.papers.act import plots as act_plots
+from vcrnn_jax.papers.rehn import plots as rehn_plots
+from vcrnn_jax.papers.act import sweep as act_sweep
 from vcrnn_jax.analysis import sweep
 from vcrnn_jax.training.train import TrainingDiverged
 
@@ -146,9 +148,12 @@ def test_upsert_rows_replaces_a_run_rows_and_round_trips(tmp_path):
     return [dict(task='parity', act=tau is not None, tau=tau, seed=seed,
                  difficulty=d, sequence_error=error, ponder=1.5)
             for d in (1, 2)]
-  sweep.upsert_rows(path, act_sweep.DIFFICULTY_FIELDS, rows(0.01, 0, 0.5))
-  sweep.upsert_rows(path, act_sweep.DIFFICULTY_FIELDS, rows(None, 0, 0.4))
-  sweep.upsert_rows(path, act_sweep.DIFFICULTY_FIELDS, rows(0.01, 0, 0.1 + 0.2))
+  sweep.upsert_rows(path, act_sweep.DIFFICULTY_FIELDS, rows(0.01, 0, 0.5),
+                    key=act_sweep.RUN_KEY)
+  sweep.upsert_rows(path, act_sweep.DIFFICULTY_FIELDS, rows(None, 0, 0.4),
+                    key=act_sweep.RUN_KEY)
+  sweep.upsert_rows(path, act_sweep.DIFFICULTY_FIELDS, rows(0.01, 0, 0.1 + 0.2),
+                    key=act_sweep.RUN_KEY)
   got = sweep.read_rows(path)
   assert len(got) == 4
   assert [(r['act'], r['tau'], r['difficulty']) for r in got] == [
@@ -344,7 +349,7 @@ def _assert_png(path):
 
 def test_sweep_plots_from_hand_made_rows(tmp_path):
   results, difficulty = _hand_rows()
-  paths = plots.plot_sweep(results, difficulty, tmp_path, task='parity')
+  paths = act_plots.plot_sweep(results, difficulty, tmp_path, task='parity')
   assert [p.name for p in paths] == [
       'error_by_tau.png', 'error_vs_ponder.png', 'by_difficulty.png']
   for path in paths:
@@ -353,22 +358,22 @@ def test_sweep_plots_from_hand_made_rows(tmp_path):
   # the paper's 37 taus (colour bar instead of legend) and no baseline.
   typed = [dict(act=True, tau=t, seed=0, sequence_error=t, ponder=2.0 - t)
            for t in act_sweep.paper_taus()]
-  _assert_png(plots.plot_error_by_tau(typed, tmp_path / 'a.png'))
-  _assert_png(plots.plot_error_vs_ponder(typed, tmp_path / 'b.png'))
+  _assert_png(act_plots.plot_error_by_tau(typed, tmp_path / 'a.png'))
+  _assert_png(act_plots.plot_error_vs_ponder(typed, tmp_path / 'b.png'))
   by_difficulty = [dict(r, difficulty=d) for r in typed for d in (1, 2)]
-  _assert_png(plots.plot_by_difficulty(by_difficulty, tmp_path / 'c.png'))
+  _assert_png(act_plots.plot_by_difficulty(by_difficulty, tmp_path / 'c.png'))
   # Only a baseline: still a readable figure.
-  _assert_png(plots.plot_error_by_tau(results[:1], tmp_path / 'd.png'))
+  _assert_png(act_plots.plot_error_by_tau(results[:1], tmp_path / 'd.png'))
 
 
 def test_plots_reject_bad_rows(tmp_path):
   with pytest.raises(ValueError, match='no rows'):
-    plots.plot_error_by_tau([], tmp_path / 'x.png')
+    act_plots.plot_error_by_tau([], tmp_path / 'x.png')
   with pytest.raises(ValueError, match='lacks column'):
-    plots.plot_error_vs_ponder([{'act': 'true', 'tau': '0.1',
+    act_plots.plot_error_vs_ponder([{'act': 'true', 'tau': '0.1',
                                  'sequence_error': '0.1'}], tmp_path / 'x.png')
   with pytest.raises(ValueError, match='without a tau'):
-    plots.plot_error_by_tau([{'act': 'true', 'tau': '',
+    act_plots.plot_error_by_tau([{'act': 'true', 'tau': '',
                               'sequence_error': '0.1'}], tmp_path / 'x.png')
 
 
@@ -376,10 +381,10 @@ def test_plot_ponder_over_text(tmp_path):
   text = 'The cat sat, on the mat.\nA café.'.encode('utf-8')
   ponder = [1.0 + (0.8 if b == ord(' ') else 1.5 if b in b',.' else 0.1)
             for b in text]
-  path = plots.plot_ponder_over_text(text, ponder, tmp_path / 'fig23.png',
+  path = act_plots.plot_ponder_over_text(text, ponder, tmp_path / 'fig23.png',
                                      chars_per_row=20)
   _assert_png(path)
-  _assert_png(plots.plot_ponder_over_text('abc', [1.0, 1.2, 1.1],
+  _assert_png(act_plots.plot_ponder_over_text('abc', [1.0, 1.2, 1.1],
                                           tmp_path / 's.png'))
   labels = plots.byte_labels(text)
   assert len(labels) == len(text)
@@ -387,17 +392,17 @@ def test_plot_ponder_over_text(tmp_path):
   assert labels[-3:] == ['é', '', '.']          # é is two bytes
   assert plots.byte_labels(b'\xff\x00a') == ['·', '·', 'a']
   with pytest.raises(ValueError, match='one ponder value per byte'):
-    plots.plot_ponder_over_text(text, ponder[:-1], tmp_path / 'x.png')
+    act_plots.plot_ponder_over_text(text, ponder[:-1], tmp_path / 'x.png')
   with pytest.raises(ValueError, match='empty'):
-    plots.plot_ponder_over_text(b'', [], tmp_path / 'x.png')
+    act_plots.plot_ponder_over_text(b'', [], tmp_path / 'x.png')
   with pytest.raises(ValueError, match='NaN'):
-    plots.plot_ponder_over_text(b'ab', [1.0, float('nan')], tmp_path / 'x.png')
+    act_plots.plot_ponder_over_text(b'ab', [1.0, float('nan')], tmp_path / 'x.png')
 
 
 def test_missing_matplotlib_gives_a_clear_error(tmp_path, monkeypatch):
   monkeypatch.setitem(sys.modules, 'matplotlib', None)
   with pytest.raises(ImportError, match='pip install matplotlib'):
-    plots.plot_ponder_over_text(b'ab', [1.0, 1.0], tmp_path / 'x.png')
+    act_plots.plot_ponder_over_text(b'ab', [1.0, 1.0], tmp_path / 'x.png')
 
 
 def test_depth_along_text_labels_are_thinned_and_equal_layers_shift():
@@ -415,7 +420,7 @@ def test_depth_along_text_labels_are_thinned_and_equal_layers_shift():
 def test_depth_along_sequence_with_many_labels_and_equal_layers(tmp_path):
   words = [f'word{i}' for i in range(200)]
   depth = np.full(200, 3.0)
-  path = plots.plot_depth_along_sequence(
+  path = rehn_plots.plot_depth_along_sequence(
       {'depth_0': depth, 'depth_1': depth}, tmp_path / 'd.png', title='t',
       labels=words)
   assert path.stat().st_size > 0

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from vcrnn_jax import tasks
-from vcrnn_jax.training import act_tasks
+from vcrnn_jax.papers.act import tasks as act_tasks
 from vcrnn_jax.training.checkpoint import Checkpointer
 from vcrnn_jax.training.train import (Experiment, TrainConfig, TrainState,
                                       TrainingDiverged, make_optimizer,

@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from vcrnn_jax.training import vc_lm
+from vcrnn_jax.papers.vc import lm as vc_lm
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 TINY = ['--hidden_size=8', '--batch_size=4', '--seq_len=10', '--steps=2',

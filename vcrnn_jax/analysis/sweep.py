@@ -5,7 +5,7 @@ workdir under the sweep's), keeps one CSV row per run (and per difficulty),
 keyed by the run's identity and replaced, never duplicated, and checks on
 every invocation that the sweep's shared settings did not change
 (``sweep.json``), so that one CSV never mixes runs of different models.
-:mod:`vcrnn_jax.analysis.act_sweep` is the ACT paper's tau grid on it.
+:mod:`vcrnn_jax.papers.act.sweep` is the ACT paper's tau grid on it.
 """
 
 import csv
@@ -24,7 +24,6 @@ MANIFEST_FILENAME = 'sweep.json'
 RUN_INFO_FILENAME = 'sweep_run.json'
 DIVERGED_FILENAME = 'diverged.txt'
 # The identity of a run in the CSVs (the ACT grid's; other sweeps pass theirs).
-RUN_KEY = ('task', 'act', 'tau', 'seed')
 
 
 def parse_ints(name: str, text: str, low: int = 0) -> tuple[int, ...]:
@@ -164,13 +163,13 @@ def _sort_value(value: Any):
   return (0, 0.0) if value is None else (1, value)
 
 
-def run_key(row: Mapping[str, Any], key: Sequence[str] = RUN_KEY) -> tuple:
+def run_key(row: Mapping[str, Any], key: Sequence[str]) -> tuple:
   """The identity of a row or run: its values of the ``key`` columns."""
   return tuple(row[k] for k in key)
 
 
 def upsert_rows(path, fields: Sequence[str], rows: Sequence[Mapping[str, Any]],
-                *, key: Sequence[str] = RUN_KEY) -> None:
+                *, key: Sequence[str]) -> None:
   """Writes ``rows`` into the CSV ``path``, replacing the rows of their runs.
 
   Every existing row with the same ``key`` values as one of ``rows`` is
@@ -181,8 +180,8 @@ def upsert_rows(path, fields: Sequence[str], rows: Sequence[Mapping[str, Any]],
     path: the CSV file (created with a header if missing).
     fields: its columns, in order.
     rows: the new rows (dicts with at least ``fields``).
-    key: the columns that identify a run (default: ACT's task, act, tau,
-      seed).
+    key: the columns that identify a run (ACT's sweep: task, act, tau,
+      seed; a paper's table: its model, settings and seed).
 
   A file written before columns were appended to ``fields`` is extended:
   its rows get NaN in the new columns ('' in text columns). Any other difference of columns is

@@ -1,5 +1,6 @@
-"""Training: the generic loop, checkpoints, metrics log, progress; the shared
-experiment builders (language models, fixed arrays) and ACT's."""
+"""Training: the generic loop, checkpoints, metrics log, progress, processes;
+and the experiment builders every paper shares (language models, fixed
+arrays). Nothing here is named for a paper (see :mod:`vcrnn_jax.papers`)."""
 
 from vcrnn_jax.training.checkpoint import Checkpointer
 from vcrnn_jax.training.metric_writer import MetricsWriter

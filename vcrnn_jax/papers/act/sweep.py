@@ -48,7 +48,7 @@ process reads the CSVs and markers, process 0 alone writes them.
 Deviations from the paper (as for ``experiments/act_parity.py``): Adam with
 learning rate 1e-3 on one worker instead of 1e-4 with 16 Hogwild! threads, and
 far fewer than 1M updates per run (``steps`` in
-:data:`vcrnn_jax.training.act_tasks.PAPER_SETTINGS`).
+:data:`vcrnn_jax.papers.act.tasks.PAPER_SETTINGS`).
 
 References:
   Graves, A. Adaptive Computation Time for Recurrent Neural Networks. 2016,
@@ -71,7 +71,7 @@ from vcrnn_jax.analysis.sweep import (DIVERGED_FILENAME, read_rows, run_key,
                                       upsert_rows)
 from vcrnn_jax.core import check_positive_int
 from vcrnn_jax.files import atomic_write
-from vcrnn_jax.training import act_tasks
+from vcrnn_jax.papers.act import tasks as act_tasks
 from vcrnn_jax.training import distributed
 from vcrnn_jax.training.train import (TrainConfig, TrainingDiverged,
                                       train_and_evaluate)
@@ -79,6 +79,8 @@ from vcrnn_jax.training.train import (TrainConfig, TrainingDiverged,
 RESULTS_FILENAME = 'results.csv'
 DIFFICULTY_FILENAME = 'difficulty.csv'
 
+# A run of the sweep: its CSV rows are keyed (replaced, never duplicated) by it.
+RUN_KEY = ('task', 'act', 'tau', 'seed')
 RESULTS_FIELDS = ('task', 'act', 'tau', 'seed', 'steps', 'sequence_error',
                   'ponder', 'loss', 'wall_seconds')
 DIFFICULTY_FIELDS = ('task', 'act', 'tau', 'seed', 'difficulty',
@@ -321,7 +323,7 @@ def default_config(task: str, *,
 
 
 def model_config(config: SweepConfig, run: RunSpec) -> act_tasks.ModelConfig:
-  """The :class:`~vcrnn_jax.training.act_tasks.ModelConfig` of one run."""
+  """The :class:`~vcrnn_jax.papers.act.tasks.ModelConfig` of one run."""
   return act_tasks.ModelConfig(
       cell=config.cell, hidden_size=config.hidden_size, act=run.act,
       tau=run.tau if run.act else 0.0, max_steps=config.max_steps,
@@ -454,11 +456,11 @@ class SweepSummary(NamedTuple):
 def _complete_runs(config: SweepConfig, results_path: pathlib.Path,
                    difficulty_path: pathlib.Path) -> set:
   """Keys of the runs with a final results row and every difficulty row."""
-  finished = {run_key(r) for r in read_rows(results_path)
+  finished = {run_key(r, RUN_KEY) for r in read_rows(results_path)
               if r['steps'] == config.steps}
   seen: dict = {}
   for r in read_rows(difficulty_path):
-    seen.setdefault(run_key(r), set()).add(r['difficulty'])
+    seen.setdefault(run_key(r, RUN_KEY), set()).add(r['difficulty'])
   wanted = set(config.difficulties)
   return {k for k in finished if wanted <= seen.get(k, set())}
 
@@ -519,8 +521,9 @@ def run_sweep(config: SweepConfig, runs: Sequence[RunSpec], workdir, *,
       # Each run compiles its own closures; dropping them keeps a long sweep's
       # memory flat.
       jax.clear_caches()
-    upsert_rows(results_path, RESULTS_FIELDS, [outcome.result])
-    upsert_rows(difficulty_path, DIFFICULTY_FIELDS, outcome.difficulty)
+    upsert_rows(results_path, RESULTS_FIELDS, [outcome.result], key=RUN_KEY)
+    upsert_rows(difficulty_path, DIFFICULTY_FIELDS, outcome.difficulty,
+                key=RUN_KEY)
     (summary.trained if outcome.trained_steps else summary.restored).append(run)
     r = outcome.result
     what = (f'trained {outcome.trained_steps} steps' if outcome.trained_steps

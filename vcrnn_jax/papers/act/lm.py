@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from vcrnn_jax.models import language_model
-from vcrnn_jax.training import act_tasks
+from vcrnn_jax.papers.act import tasks as act_tasks
 from vcrnn_jax.training import lm
 
 BYTES = 256

@@ -59,7 +59,7 @@ def plot_bit_computation(bits: Sequence[int], usage: Sequence[float],
   Args:
     bits: ``[T]`` input bits (0/1), the tick labels.
     usage: ``[T]`` mean mask over the highest dimensions
-      (:func:`vcrnn_jax.training.vc_lm.top_dims_usage`).
+      (:func:`vcrnn_jax.papers.vc.lm.top_dims_usage`).
     positions: ``[T]`` bit position in its character (0 = first, -1 =
       buffer bit), as ``load('ptb_bit').meta['bit_position']``.
     chars: one label per character (bits with position 0), written above
@@ -85,7 +85,7 @@ def plot_bit_computation(bits: Sequence[int], usage: Sequence[float],
     raise ValueError(f'plot_bit_computation: {starts.size} characters start '
                      f'in the bits but only {len(chars)} labels.')
   n_rows = -(-n // bits_per_row)
-  fig = plots._new_figure((max(6.5, 1.2 + 0.12 * min(n, bits_per_row)),
+  fig = plots.new_figure((max(6.5, 1.2 + 0.12 * min(n, bits_per_row)),
                            0.8 + 1.6 * n_rows))
   axes = fig.subplots(n_rows, 1, squeeze=False)[:, 0]
   char_of = {int(s): chars[i] for i, s in enumerate(starts)}
@@ -111,7 +111,7 @@ def plot_bit_computation(bits: Sequence[int], usage: Sequence[float],
   axes[-1].set_xlabel('input bit (grey: buffer bits; a line starts each '
                       'character)')
   fig.suptitle(title or 'Per-bit computation of the highest dimensions')
-  return plots._save(fig, path)
+  return plots.save(fig, path)
 
 
 def plot_mean_by_class(groups: Mapping[str, Mapping[str, Mapping[str, float]]],
@@ -121,7 +121,7 @@ def plot_mean_by_class(groups: Mapping[str, Mapping[str, Mapping[str, float]]],
 
   Args:
     groups: panel name -> (class -> ``{'mean', 'count'}``), as
-      :func:`vcrnn_jax.training.vc_lm.mean_by_class` returns for each
+      :func:`vcrnn_jax.papers.vc.lm.mean_by_class` returns for each
       grouping (e.g. ``{'symbol kind': ..., 'note length': ...}``).
     path: the PNG to write.
     title: the figure title.
@@ -134,7 +134,7 @@ def plot_mean_by_class(groups: Mapping[str, Mapping[str, Mapping[str, float]]],
   if not groups:
     raise ValueError('plot_mean_by_class: no classes to plot.')
   widths = [max(2, len(v)) for v in groups.values()]
-  fig = plots._new_figure((max(5.0, 0.7 * sum(widths) + 1.5), 3.2))
+  fig = plots.new_figure((max(5.0, 0.7 * sum(widths) + 1.5), 3.2))
   axes = fig.subplots(1, len(groups), squeeze=False,
                       width_ratios=widths)[0]
   for ax, (name, classes) in zip(axes, groups.items()):
@@ -154,4 +154,4 @@ def plot_mean_by_class(groups: Mapping[str, Mapping[str, Mapping[str, float]]],
     ax.grid(axis='y', alpha=0.3)
   axes[0].set_ylabel(ylabel)
   fig.suptitle(title)
-  return plots._save(fig, path)
+  return plots.save(fig, path)

@@ -1,0 +1,15 @@
+"""The layer of the three papers, above the generic stack.
+
+Everything that exists for one paper lives with that paper, as flax's
+examples keep each example's configuration, model and training code
+together: its task builders, its settings and tables, its analysis and its
+plots. The generic layers below (cells, loops, ``training``, ``analysis``)
+name no paper, and nothing below imports from here.
+
+* :mod:`vcrnn_jax.papers.act`: Graves 2016 (the synthetic tasks, the
+  character-level Wikipedia model, the tau sweep);
+* :mod:`vcrnn_jax.papers.rehn`: Park & Yoo 2017 (the cells compared, Tables
+  1 and 2, seeds);
+* :mod:`vcrnn_jax.papers.vc`: Jernite et al. 2017 (the language models, the
+  scheduler's analysis and figures).
+"""
