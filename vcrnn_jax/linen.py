@@ -39,6 +39,7 @@ honours ``lengths``.
 import math
 from typing import Any, Callable, Optional, Sequence
 
+import flax
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
@@ -394,8 +395,10 @@ class RNN(nn.Module):
   """Runs a :class:`CellModule` over time, honouring ``seq_lengths``.
 
   The counterpart of ``flax.linen.RNN`` for this library's cells, with the
-  same call signature and params tree (``{'cell': {'cell': ...}}``), so the
-  two can be swapped. The difference is padding: ``flax.linen.RNN`` computes
+  same call signature, scan options (``unroll``, ``variable_axes``,
+  ``variable_broadcast``, ``variable_carry``, ``split_rngs``) and params tree
+  (``{'cell': {'cell': ...}}``), so the two can be swapped; ``reverse`` is
+  not offered. The difference is padding: ``flax.linen.RNN`` computes
   every step of every row and uses ``seq_lengths`` only to pick the returned
   carry, so an ACT cell ponders fully on padded steps. Here, as in
   :func:`vcrnn_jax.unroll` with ``lengths``, steps ``t >= seq_lengths[b]``
@@ -413,6 +416,11 @@ class RNN(nn.Module):
   cell: CellModule
   time_major: bool = False
   return_carry: bool = False
+  unroll: int = 1
+  variable_axes: Any = flax.core.FrozenDict()
+  variable_broadcast: Any = 'params'
+  variable_carry: Any = False
+  split_rngs: Any = flax.core.FrozenDict({'params': False})
 
   @nn.compact
   def __call__(self, inputs: jax.Array, *, initial_carry: Any = None,
@@ -482,8 +490,10 @@ class RNN(nn.Module):
       y = _select(valid, y, jax.tree_util.tree_map(jnp.zeros_like, y))
       return _select(valid, new_carry, carry), y
 
-    scan = nn.scan(step, variable_broadcast='params',
-                   split_rngs={'params': False},
+    scan = nn.scan(step, variable_axes=self.variable_axes,
+                   variable_broadcast=self.variable_broadcast,
+                   variable_carry=self.variable_carry,
+                   split_rngs=self.split_rngs, unroll=self.unroll,
                    in_axes=(0, 0, nn.broadcast, nn.broadcast), out_axes=0)
     carry, ys = scan(self.cell, carry, jnp.swapaxes(xs, 0, 1),
                      jnp.arange(time), lengths, context)
