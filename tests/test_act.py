@@ -1,5 +1,6 @@
 """ACT (Graves 2016) against a slow NumPy loop of Eq. 3-13 and Eq. 19-20."""
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -25,12 +26,12 @@ def np_elman_step(p, s, x):
 
 
 def np_lstm_step(p, s, x):
-  h, c = s
+  c, h = s  # LSTMState(c, h), flax's order
   a, i, f, o = np.split(x @ p['input_kernel'] + h @ p['recurrent_kernel']
                         + p['bias'], 4)
   c = _sigmoid(f) * c + _sigmoid(i) * np.tanh(a)
   h = _sigmoid(o) * np.tanh(c)
-  return (h, c), h
+  return (c, h), h
 
 
 def np_act_step(step, p, s_prev, x, max_steps):
@@ -95,8 +96,9 @@ def test_matches_numpy_reference(inner_name, halting_bias):
     assert int(out.steps[b]) == ref['steps']
     np.testing.assert_allclose(out.remainder[b], ref['remainder'], atol=1e-12)
     np.testing.assert_allclose(out.ponder[b], ref['ponder'], atol=1e-12)
-    for got, want in zip(_state_tuple(state, b), ref['state']):
-      np.testing.assert_allclose(got, want, atol=1e-12)   # h AND c (Eq. 9)
+    # Every state leaf, h AND c (Eq. 9).
+    chex.assert_trees_all_close(tuple(_state_tuple(state, b)),
+                                tuple(ref['state']), atol=1e-12)
   assert len(set(np.asarray(out.steps).tolist())) > 1 or halting_bias > 0
 
 
@@ -369,6 +371,43 @@ def test_bad_arguments():
     act.adaptive(cells.elman(H), O, loop='fast')
   with pytest.raises(ValueError, match='output_size'):
     act.adaptive(cells.elman(H), 0)
+
+
+def test_wrong_input_size_is_named_in_acts_terms():
+  cell = act.adaptive(cells.gru(8), 4)
+  params = cell.init(jax.random.key(0), 3)
+  want = (r'act.adaptive(gru).apply: x must have shape [batch, 3] '
+          r'(input_size from the params), got shape (2, 5, 4).')
+  with pytest.raises(ValueError) as info:
+    cell.apply(params, cell.initial_state(2), jnp.ones((2, 5, 4)))
+  assert str(info.value) == want
+  with pytest.raises(ValueError, match=r'\[batch, 3\].*got shape \(2, 4\)'):
+    cell.apply(params, cell.initial_state(2), jnp.ones((2, 4)))
+  # ACT around ACT: each wrapper restates it for its own input.
+  twice = act.adaptive(act.adaptive(cells.lstm(8), 2), 1)
+  params = twice.init(jax.random.key(0), 3)
+  with pytest.raises(ValueError, match=r'^act.adaptive\(act.adaptive\(lstm\)'
+                     r'\).apply: x must have shape \[batch, 3\]'):
+    twice.apply(params, twice.initial_state(2), jnp.ones((2, 5)))
+
+
+@pytest.mark.parametrize('inner', ['elman', 'lstm'])
+def test_no_readout_outputs_the_mean_field_of_the_cells_output(inner):
+  factory = {'elman': cells.elman, 'lstm': cells.lstm}[inner]
+  bare = act.adaptive(factory(H, param_dtype=jnp.float64), None, max_steps=6,
+                      halting_bias=-1.0)
+  params = bare.init(jax.random.key(0), D)
+  assert set(params) == {'cell', 'halting'}   # no W_y, b_y
+  x = jax.random.normal(jax.random.key(3), (B, D), jnp.float64)
+  state, out = bare.apply(params, bare.initial_state(B), x)
+  assert out.output.shape == (B, H)
+  # The mean-field h (Eq. 9): the readout with W_y = I, b_y = 0.
+  chex.assert_trees_all_close(out.output, state.h, atol=1e-12)
+  full = act.adaptive(factory(H, param_dtype=jnp.float64), H, max_steps=6,
+                      halting_bias=-1.0)
+  eye = dict(params, output={'kernel': jnp.eye(H), 'bias': jnp.zeros(H)})
+  _, want = full.apply(eye, full.initial_state(B), x)
+  chex.assert_trees_all_close(out, want, atol=1e-12)
 
 
 def test_gradient_wrt_every_halting_activation_is_eq_19_and_20():

@@ -1,5 +1,6 @@
 """Elman, GRU and LSTM against slow NumPy loops of the papers' equations."""
 
+import chex
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
@@ -91,7 +92,7 @@ def test_values_match_numpy(name):
   xs = _xs()
   _, ys = unroll(cell, params, cell.initial_state(B), xs)
   np_params = jax.tree_util.tree_map(np.asarray, params)
-  np.testing.assert_allclose(ys, ref(np_params, np.asarray(xs)), atol=1e-12)
+  chex.assert_trees_all_close(ys, ref(np_params, np.asarray(xs)), atol=1e-12)
 
 
 @pytest.mark.parametrize('name', sorted(CELLS))
@@ -239,17 +240,16 @@ def test_flax_wrapper_inside_rnn_matches_pure(module, name):
 
 def test_no_recompilation_on_second_call():
   cell = cells.lstm(H)
-  traces = []
+  chex.clear_trace_counter()  # one count per parametrized case
 
-  def f(params, xs):
-    traces.append(1)
+  @jax.jit
+  @chex.assert_max_traces(n=1)
+  def jf(params, xs):
     return unroll(cell, params, cell.initial_state(B), xs)[1]
 
-  jf = jax.jit(f)
   params = cell.init(jax.random.key(0), D)
   jf(params, _xs(dtype=jnp.float32)).block_until_ready()
   jf(params, _xs(seed=5, dtype=jnp.float32)).block_until_ready()
-  assert len(traces) == 1
 
 
 @pytest.mark.parametrize('factory', [cells.elman, cells.gru, cells.lstm])

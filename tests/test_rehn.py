@@ -8,6 +8,7 @@ fused or diagonal shortcuts, and are compared with the cells for values and
 
 import math
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -627,18 +628,17 @@ def test_vmap_over_an_extra_axis():
 @pytest.mark.parametrize('name', ['rhn', 'ei_rehn'])
 def test_no_recompilation_on_second_call(name):
   cell = _all_cells()[name]
-  traces = []
+  chex.clear_trace_counter()  # one count per parametrized case
 
-  def f(params, xs, key):
-    traces.append(1)
+  @jax.jit
+  @chex.assert_max_traces(n=1)
+  def jf(params, xs, key):
     return _out(unroll(cell, params, cell.initial_state(B), xs,
                        context=Context(key=key))[1])
 
-  jf = jax.jit(f)
   params = cell.init(jax.random.key(0), D)
   jf(params, _xs(dtype=jnp.float32), jax.random.key(0)).block_until_ready()
   jf(params, _xs(5, dtype=jnp.float32), jax.random.key(1)).block_until_ready()
-  assert len(traces) == 1
 
 
 def test_params_tree_golden():

@@ -4,6 +4,7 @@ inference path and the computation accounting (Table 3)."""
 
 import math
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -394,17 +395,16 @@ def test_sharpness_schedule_follows_the_step_without_recompiling(name):
   params = cell.init(jax.random.key(0), H)
   params['scheduler']['bias'] = jnp.full((1,), -1.0)
   xs = _xs(dtype=jnp.float32)
-  traces = []
+  chex.clear_trace_counter()  # one count per parametrized case
 
-  def f(params, xs, step):
-    traces.append(1)
+  @jax.jit
+  @chex.assert_max_traces(n=1)
+  def jf(params, xs, step):
     return unroll(cell, params, cell.initial_state(B), xs,
                   context=Context(step=step))[1]
 
-  jf = jax.jit(f)
   early = jf(params, xs, jnp.int32(0))
   late = jf(params, xs, jnp.int32(1000))
-  assert len(traces) == 1
   for lam, got in ((0.1, early), (1.0, late)):
     fixed = FACTORIES[name](H, sharpness=lam)
     _, want = unroll(fixed, params, fixed.initial_state(B), xs)

@@ -2,16 +2,18 @@
 
 Public API: the :class:`Cell` protocol, :func:`unroll`, the cells in
 :mod:`vcrnn_jax.cells`, ACT in :mod:`vcrnn_jax.act`, the RHN family and
-EI-REHN in :mod:`vcrnn_jax.rehn`, the loop primitives in
-:mod:`vcrnn_jax.loops`, flax wrappers in :mod:`vcrnn_jax.linen`, data in
+EI-REHN in :mod:`vcrnn_jax.rehn`, VCRNN and VCGRU in :mod:`vcrnn_jax.vc`, the
+loop primitives in :mod:`vcrnn_jax.loops`, flax wrappers in :mod:`vcrnn_jax.linen`, data in
 :mod:`vcrnn_jax.data` and :mod:`vcrnn_jax.tasks`, training in
 :mod:`vcrnn_jax.training`.
 """
 
 from vcrnn_jax import act
 from vcrnn_jax import cells
+from vcrnn_jax import linen
 from vcrnn_jax import loops
 from vcrnn_jax import rehn
+from vcrnn_jax import vc
 from vcrnn_jax.core import Cell
 from vcrnn_jax.core import Context
 from vcrnn_jax.core import cell_output
@@ -22,4 +24,4 @@ from vcrnn_jax.unroll import unroll
 __version__ = '0.1.0'
 
 __all__ = ['Cell', 'Context', 'SequenceModel', 'act', 'cell_output', 'cells',
-           'loops', 'rehn', 'sequence_model', 'unroll']
+           'linen', 'loops', 'rehn', 'sequence_model', 'unroll', 'vc']

@@ -12,13 +12,16 @@ import jax.numpy as jnp
 
 from vcrnn_jax import loops
 from vcrnn_jax.cells import _common
-from vcrnn_jax.core import (Cell, as_context, cell_output, check_positive_int,
-                            param_dtype_of, shape_probe_context)
+from vcrnn_jax.core import (Cell, InputSizeError, as_context, cell_output,
+                            check_positive_int, param_dtype_of,
+                            shape_probe_context)
 
 
 class ACTOutput(NamedTuple):
   """Per-input-step outputs of an ACT cell (each ``[batch, ...]``)."""
   output: jax.Array     # [batch, output_size] mean-field output y_t (Eq. 9)
+  #                       (output_size None: [batch, Y], the mean field of
+  #                       the wrapped cell's own output)
   ponder: jax.Array     # [batch] rho_t = N(t) + R(t) (Eq. 10)
   steps: jax.Array      # [batch] int32 N(t) (Eq. 13)
   remainder: jax.Array  # [batch] R(t) (Eq. 8)
@@ -45,7 +48,7 @@ def _bcast(v, a):
 
 def adaptive(
     cell: Cell,
-    output_size: int,
+    output_size: Optional[int],
     *,
     max_steps: int = 100,
     epsilon: float = 0.01,
@@ -55,7 +58,7 @@ def adaptive(
     checkpoints: int = 8,
     save_residuals: bool = False,
     compact_rows: Optional[int] = None,
-    kernel_init: Any = jax.nn.initializers.glorot_uniform(),
+    kernel_init: Any = _common.default_kernel_init,
     param_dtype: Any = None,
 ) -> Cell:
   r"""Wraps ``cell`` with Adaptive Computation Time (ACT paper, Section 2).
@@ -97,7 +100,10 @@ def adaptive(
 
   Args:
     cell: any cell of the protocol (Elman, GRU, LSTM, RHN, ...).
-    output_size: size of ``y_t``.
+    output_size: size of ``y_t``; ``None``: no output layer, ``W_y = I`` and
+      ``b_y = 0`` in Eq. 4, so ``y_t`` is the mean field of the wrapped cell's
+      own output (the mean-field state ``h`` for Elman, GRU and LSTM), for a
+      model that puts its own layers on top.
     max_steps: ``M`` of Eq. 13 (paper: 100; 20 for addition).
     epsilon: ``epsilon`` of Eq. 7 (paper: 0.01), in ``(0, 1)``: with 0 no
       row could halt after one step, which is what it exists for.
@@ -127,7 +133,8 @@ def adaptive(
       gradients. It pays for one-step sequences that ponder a few steps and
       costs inside a time ``lax.scan``, whose backward pass saves the slots
       per time step (BUILD_NOTES.md has the measurements).
-    kernel_init: initialiser of ``W_y`` and ``W_h``.
+    kernel_init: initialiser of ``W_y`` and ``W_h`` (default LeCun normal,
+      as ``flax.linen.Dense``).
     param_dtype: dtype of the ACT params; None (default) follows the wrapped
       cell's params, so ``adaptive(cells.gru(8, param_dtype=jnp.bfloat16),
       ...)`` is bfloat16 throughout.
@@ -135,7 +142,8 @@ def adaptive(
   Params: ``{'cell': <wrapped cell params, input_size + 1>, 'output':
   {'kernel': [Y, output_size], 'bias': [output_size]}, 'halting': {'kernel':
   [F, 1], 'bias': [1]}}`` where ``Y`` is the size of the wrapped cell's output
-  and ``F`` that of the halting features.
+  and ``F`` that of the halting features; no ``'output'`` entry when
+  ``output_size`` is None.
 
   Returns:
     A :class:`vcrnn_jax.Cell` whose state is the wrapped cell's state and whose
@@ -151,7 +159,8 @@ def adaptive(
   References:
     Graves, Adaptive Computation Time for Recurrent Neural Networks, 2016.
   """
-  output_size = check_positive_int('output_size', output_size)
+  if output_size is not None:
+    output_size = check_positive_int('output_size', output_size)
   max_steps = check_positive_int('max_steps', max_steps)
   checkpoints = check_positive_int('checkpoints', checkpoints)
   if compact_rows is not None:
@@ -176,19 +185,18 @@ def adaptive(
     cell_params = cell.init(k_cell, input_size + 1)
     dtype = param_dtype or param_dtype_of(cell_params)
     y_size, f_size = _shapes(cell_params, input_size, dtype)
-    return {
-        'cell': cell_params,
-        'output': {
-            'kernel': _common.initialize(kernel_init, k_out,
-                                         (y_size, output_size), dtype),
-            'bias': jnp.zeros((output_size,), dtype),
-        },
-        'halting': {
-            'kernel': _common.initialize(kernel_init, k_halt, (f_size, 1),
-                                         dtype),
-            'bias': jnp.full((1,), halting_bias, dtype),
-        },
+    params = {'cell': cell_params}
+    if output_size is not None:
+      params['output'] = {
+          'kernel': _common.initialize(kernel_init, k_out,
+                                       (y_size, output_size), dtype),
+          'bias': jnp.zeros((output_size,), dtype),
+      }
+    params['halting'] = {
+        'kernel': _common.initialize(kernel_init, k_halt, (f_size, 1), dtype),
+        'bias': jnp.full((1,), halting_bias, dtype),
     }
+    return params
 
   def _body(shared, inputs, r: _Rows, running, n):
     params, context = shared
@@ -200,7 +208,10 @@ def adaptive(
         params['cell'], r.state, jnp.concatenate([x, flag], axis=-1),
         context._replace(active=running & active))                    # (3)
     y = cell_output(y)
-    out = y @ params['output']['kernel'] + params['output']['bias']   # (4)
+    if output_size is None:
+      out = y                                                         # (4)
+    else:
+      out = y @ params['output']['kernel'] + params['output']['bias']  # (4)
     h = jax.nn.sigmoid(
         feats(new_state, y) @ params['halting']['kernel']
         + params['halting']['bias'])[..., 0]                          # (5)
@@ -230,14 +241,33 @@ def adaptive(
     )
     return rows, running & ~halts
 
+  def _probe(params, state, x):
+    """The wrapped cell's output width; an input-size error in ACT's terms.
+
+    The wrapped cell sees ``x`` with the first-step flag appended, so its own
+    message would name one input too many; it is restated for ACT's ``x``.
+    """
+    flagged = jax.ShapeDtypeStruct(x.shape[:-1] + (x.shape[-1] + 1,), x.dtype)
+    try:
+      _, y = jax.eval_shape(cell.apply, params['cell'], state, flagged,
+                            shape_probe_context())
+    except InputSizeError as e:
+      name = f'act.adaptive({e.name})'
+      raise InputSizeError(
+          f'{name}.apply: x must have shape [batch, {e.input_size - 1}] '
+          f'(input_size from the params), got shape {tuple(x.shape)}.',
+          name, e.input_size - 1) from None
+    return cell_output(y).shape[-1]
+
   def apply(params, state, x, context=None):
     context = as_context(context)
-    dtype = params['output']['kernel'].dtype
+    dtype = params['halting']['kernel'].dtype
     if x.ndim < 1:
       raise ValueError(f'adaptive.apply: x must be [batch, input_size], got '
                        f'shape {tuple(x.shape)}.')
     x = x.astype(dtype) if x.dtype != dtype else x
     batch_shape = x.shape[:-1]
+    y_size = _probe(params, state, x)
     # ``active`` ([batch] bool, optional): rows whose result the caller will
     # discard (e.g. padded steps in ``unroll``) take exactly one step.
     active = (jnp.ones(batch_shape, bool) if context.active is None
@@ -246,7 +276,8 @@ def adaptive(
     rows = _Rows(
         state=state,
         acc_state=jax.tree_util.tree_map(jnp.zeros_like, state),
-        acc_output=jnp.zeros(batch_shape + (output_size,), dtype),
+        acc_output=jnp.zeros(
+            batch_shape + (output_size or y_size,), dtype),
         cum_halt=jnp.zeros(batch_shape, dtype),
         steps=jnp.zeros(batch_shape, jnp.int32),
         remainder=jnp.zeros(batch_shape, dtype),

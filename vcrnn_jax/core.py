@@ -170,8 +170,22 @@ def param_dtype_of(params: Params) -> Any:
   return jnp.dtype(jnp.float32)
 
 
+class InputSizeError(ValueError):
+  """A cell's ``apply`` got an ``x`` of the wrong shape.
+
+  Carries what a wrapping cell needs to restate the error in its own terms
+  (ACT feeds its cell one extra input feature).
+  """
+
+  def __init__(self, message: str, name: str, input_size: int):
+    super().__init__(message)
+    self.name = name                # the cell the message names
+    self.input_size = input_size    # the input width its params expect
+
+
 def check_apply_args(name: str, input_size: int, state: State,
-                     x: jax.Array, dtype: Any) -> jax.Array:
+                     x: jax.Array, dtype: Any,
+                     width: Optional[int] = None) -> jax.Array:
   """Checks one ``apply`` call's shapes and dtypes; returns ``x`` in ``dtype``.
 
   Every cell of the library computes in its params' ``dtype``: ``x`` is cast
@@ -179,21 +193,37 @@ def check_apply_args(name: str, input_size: int, state: State,
   of another floating dtype is an error, since ``lax.scan`` needs a carry that
   keeps its type.
 
+  Args:
+    name: the cell, as error messages name it.
+    input_size: the input width the params were made for.
+    state: the carried state.
+    x: one step's input.
+    dtype: the params' dtype.
+    width: when given, the width every ``[batch, features]`` state leaf must
+      have (the cell's ``hidden_size``).
+
   Raises:
-    ValueError: ``x`` is not ``[batch, input_size]``, a state leaf's batch
-      differs from ``x``'s, or a floating state leaf is not ``dtype``.
+    InputSizeError: (a ``ValueError``) ``x`` is not ``[batch, input_size]``.
+    ValueError: a state leaf's batch
+      differs from ``x``'s, a ``[batch, features]`` state leaf is not
+      ``width`` wide, or a floating state leaf is not ``dtype``.
   """
   if x.ndim != 2 or x.shape[-1] != input_size:
     hint = (' (unroll runs a cell over a [batch, time, features] sequence)'
             if x.ndim == 3 else '')
-    raise ValueError(
+    raise InputSizeError(
         f'{name}.apply: x must have shape [batch, {input_size}] (input_size '
-        f'from the params), got shape {tuple(x.shape)}{hint}.')
+        f'from the params), got shape {tuple(x.shape)}{hint}.', name,
+        input_size)
   for leaf in jax.tree_util.tree_leaves(state):
     if leaf.ndim < 1 or leaf.shape[0] != x.shape[0]:
       raise ValueError(
           f'{name}.apply: the state has batch {leaf.shape[:1]} but x has '
           f'batch {x.shape[0]}; build it with initial_state({x.shape[0]}).')
+    if width is not None and leaf.ndim == 2 and leaf.shape[1] != width:
+      raise ValueError(
+          f'{name}.apply: the state has width {leaf.shape[1]} but the cell has '
+          f'hidden_size {width}; build it with the cell\'s initial_state.')
     if (jnp.issubdtype(leaf.dtype, jnp.floating)
         and leaf.dtype != jnp.dtype(dtype)):
       raise ValueError(

@@ -164,9 +164,8 @@ def _fixed_depth_cell(name, hidden_size, depth, shared, coupled,
                for k in jax.random.split(k_rec, layers)]
     bias = _gate_biases(hidden_size, bias_blocks, param_dtype)
     return {
-        'input_kernel': _common.initialize(
-            kernel_init, k_in, (input_size, blocks * hidden_size),
-            param_dtype),
+        'input_kernel': _common.stacked_init(
+            kernel_init, k_in, input_size, hidden_size, blocks, param_dtype),
         'recurrent_kernel': kernels[0] if shared else jnp.stack(kernels),
         'bias': bias if shared else jnp.tile(bias, (depth, 1)),
     }
@@ -178,7 +177,8 @@ def _fixed_depth_cell(name, hidden_size, depth, shared, coupled,
   def apply(params, state, x, context=None):
     context = as_context(context)
     w_in = params['input_kernel']
-    x = check_apply_args(name, w_in.shape[0], state, x, w_in.dtype)
+    x = check_apply_args(name, w_in.shape[0], state, x, w_in.dtype,
+                         width=hidden_size)
     mask_x, mask_h = _dropout_masks(context, x.shape[0], x.shape[1],
                                     hidden_size, input_dropout,
                                     state_dropout, w_in.dtype)
@@ -272,8 +272,8 @@ def rhn(
     state, h = cell.apply(params, cell.initial_state(4), jnp.ones((4, 10)))
 
   .. warning:: Zilly et al. initialise every weight uniformly in
-    ``[-0.04, 0.04]``; the defaults here are the library's (Glorot input
-    columns, orthogonal recurrent blocks). Pass ``kernel_init`` and
+    ``[-0.04, 0.04]``; the defaults here are flax's (LeCun-normal input
+    blocks, orthogonal recurrent blocks, one block per gate). Pass ``kernel_init`` and
     ``recurrent_init`` to match them.
 
   References:
@@ -484,8 +484,8 @@ def _elastic_cell(name: str, hidden_size: int, max_depth: int, *,
     k_in, k_rec, k_ax, k_ah, k_extra = jax.random.split(key, 5)
     full = lambda v: jnp.full((d,), v, param_dtype)
     params = {
-        'input_kernel': _common.initialize(kernel_init, k_in,
-                                           (input_size, 2 * d), param_dtype),
+        'input_kernel': _common.stacked_init(kernel_init, k_in, input_size,
+                                             d, 2, param_dtype),
         'recurrent_kernel': _common.stacked_recurrent_init(
             recurrent_init, k_rec, d, 2, param_dtype),
         'bias': _gate_biases(d, (0.0, transform_bias), param_dtype),
@@ -532,7 +532,7 @@ def _elastic_cell(name: str, hidden_size: int, max_depth: int, *,
     context = as_context(context)
     w_in = params['input_kernel']
     dtype = w_in.dtype
-    x = check_apply_args(name, w_in.shape[0], state, x, dtype)
+    x = check_apply_args(name, w_in.shape[0], state, x, dtype, width=d)
     batch = x.shape[0]
     mask_x, mask_h = _dropout_masks(context, batch, x.shape[1], d,
                                     input_dropout, state_dropout, dtype)

@@ -531,7 +531,7 @@ def vcrnn(
     context = as_context(context)
     dtype = params['input_kernel'].dtype
     x = check_apply_args('vcrnn', params['scheduler']['input_kernel'].shape[0],
-                         state, x, dtype)
+                         state, x, dtype, width=hidden_size)
     h = state.h
     m = _scheduler(params, h, x)                                      # (7)
     if hard:
@@ -634,8 +634,8 @@ def vcgru(
     input_size = _common.check_input_size(input_size)
     k1, k2, k3, k4, k5 = jax.random.split(key, 5)
     params = {
-        'input_kernel': _common.initialize(
-            kernel_init, k1, (n, 3 * n), param_dtype),
+        'input_kernel': _common.stacked_init(
+            kernel_init, k1, n, n, 3, param_dtype),
         'recurrent_gates_kernel': _common.stacked_recurrent_init(
             recurrent_init, k2, n, 2, param_dtype),
         'recurrent_kernel': _common.initialize(
@@ -672,7 +672,7 @@ def vcgru(
     context = as_context(context)
     dtype = params['input_kernel'].dtype
     x = check_apply_args('vcgru', params['scheduler']['input_kernel'].shape[0],
-                         state, x, dtype)
+                         state, x, dtype, width=n)
     h = state.h
     m = _scheduler(params, h, x)                                      # (7)
     if hard:

@@ -9,7 +9,9 @@ from vcrnn_jax.core import check_positive_int
 
 Initializer = Any
 
-default_kernel_init = jax.nn.initializers.glorot_uniform()
+# flax.linen's defaults (``nn.Dense``, ``nn.LSTMCell``, ``nn.GRUCell``): LeCun
+# normal input kernels, orthogonal recurrent kernels, zero biases.
+default_kernel_init = jax.nn.initializers.lecun_normal()
 default_recurrent_init = jax.nn.initializers.orthogonal()
 default_bias_init = jax.nn.initializers.zeros
 
@@ -36,14 +38,23 @@ def initialize(init: Initializer, key: jax.Array, shape: tuple,
   return init(key, shape, dtype)
 
 
-def stacked_recurrent_init(init: Initializer, key: jax.Array, hidden_size: int,
-                           num_blocks: int, dtype: Any) -> jax.Array:
-  """``num_blocks`` independently initialised ``[H, H]`` blocks side by side.
+def stacked_init(init: Initializer, key: jax.Array, rows: int,
+                 hidden_size: int, num_blocks: int, dtype: Any) -> jax.Array:
+  """``num_blocks`` independently initialised ``[rows, H]`` blocks side by side.
 
-  Orthogonal initialisation of a fused ``[H, k*H]`` matrix would couple the
-  gates; each gate's square block is initialised on its own instead.
+  A fused kernel ``[rows, k*H]`` holds one ``[rows, H]`` kernel per gate.
+  Initialising the fused matrix as one would change what the initialiser
+  means (an orthogonal ``[H, k*H]`` couples the gates; a fan-average scale
+  such as Glorot's counts ``k*H`` outputs), so each gate's block is drawn on
+  its own, exactly as ``flax.linen``'s one-``Dense``-per-gate cells do.
   """
   keys = jax.random.split(key, num_blocks)
   return jnp.concatenate(
-      [initialize(init, k, (hidden_size, hidden_size), dtype) for k in keys],
+      [initialize(init, k, (rows, hidden_size), dtype) for k in keys],
       axis=-1)
+
+
+def stacked_recurrent_init(init: Initializer, key: jax.Array, hidden_size: int,
+                           num_blocks: int, dtype: Any) -> jax.Array:
+  """``num_blocks`` independently initialised ``[H, H]`` blocks side by side."""
+  return stacked_init(init, key, hidden_size, hidden_size, num_blocks, dtype)

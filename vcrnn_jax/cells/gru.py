@@ -63,8 +63,8 @@ def gru(
     input_size = _common.check_input_size(input_size)
     k1, k2, k3, k4 = jax.random.split(key, 4)
     return {
-        'input_kernel': _common.initialize(
-            kernel_init, k1, (input_size, 3 * hidden_size), param_dtype),
+        'input_kernel': _common.stacked_init(
+            kernel_init, k1, input_size, hidden_size, 3, param_dtype),
         'recurrent_gates_kernel': _common.stacked_recurrent_init(
             recurrent_init, k2, hidden_size, 2, param_dtype),
         'recurrent_kernel': _common.initialize(
@@ -80,7 +80,7 @@ def gru(
   def apply(params, state, x, context=None):
     del context  # A fixed-computation cell uses no extras.
     x = check_apply_args('gru', params['input_kernel'].shape[0], state, x,
-                         params['input_kernel'].dtype)
+                         params['input_kernel'].dtype, width=hidden_size)
     h_prev = state.h
     xi = x @ params['input_kernel'] + params['bias']
     x_r, x_z, x_h = jnp.split(xi, 3, axis=-1)
