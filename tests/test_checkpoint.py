@@ -327,3 +327,36 @@ def test_restores_in_one_device_process_what_eight_devices_saved(tmp_path):
   np.testing.assert_array_equal(restored['b'], np.ones(3))
   # Host arrays: the caller decides where they go.
   assert isinstance(restored['w'], np.ndarray)
+
+
+def test_reordered_namedtuple_fields_restore_by_name(tmp_path):
+  # LSTMState was (h, c) and is (c, h): a checkpoint holding a carried LSTM
+  # state restores each field by its name, not by its position.
+  from typing import NamedTuple  # pylint: disable=g-import-not-at-top
+
+  class Old(NamedTuple):
+    h: np.ndarray
+    c: np.ndarray
+
+  class New(NamedTuple):
+    c: np.ndarray
+    h: np.ndarray
+
+  h, c = np.full((2, 3), 1.5, np.float32), np.full((2, 3), -2.0, np.float32)
+  with Checkpointer(tmp_path) as ckpt:
+    ckpt.save(1, {'carry': Old(h=h, c=c), 'step': np.int32(1)})
+  target = {'carry': New(c=np.zeros((2, 3), np.float32),
+                         h=np.zeros((2, 3), np.float32)),
+            'step': np.int32(0)}
+  with Checkpointer(tmp_path) as ckpt:
+    step, state = ckpt.restore_latest(target)
+  assert step == 1 and isinstance(state['carry'], New)
+  np.testing.assert_array_equal(state['carry'].h, h)
+  np.testing.assert_array_equal(state['carry'].c, c)
+  # Leaves of other names are still a structure mismatch.
+  class Other(NamedTuple):
+    a: np.ndarray
+    b: np.ndarray
+  with Checkpointer(tmp_path) as ckpt, pytest.raises(ValueError,
+                                                     match='structure'):
+    ckpt.restore_latest({'carry': Other(h, c), 'step': np.int32(0)})

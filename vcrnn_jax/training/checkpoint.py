@@ -168,6 +168,21 @@ def _short(exc: BaseException) -> str:
   return reason
 
 
+def _positions(manifest: Sequence[dict[str, Any]],
+               paths: Sequence[str]) -> list[int]:
+  """For each target path, the index of the saved leaf of that path.
+
+  The identity when the order matches, or when the saved paths are not a
+  reordering of the target's (the structure check then reports it).
+  """
+  saved = [e['path'] for e in manifest]
+  if saved == list(paths) or sorted(saved) != sorted(paths) or len(
+      set(saved)) != len(saved):
+    return list(range(len(manifest)))
+  index = {path: j for j, path in enumerate(saved)}
+  return [index[path] for path in paths]
+
+
 def _leaf_name(index: int) -> str:
   # Zero-padded so the on-disk order follows the flattening order.
   return f'{index:05d}'
@@ -416,7 +431,12 @@ class Checkpointer:
       raise IOError(
           f'manifest is missing or has an unknown format: {meta!r:.80}')
     manifest = meta['leaves']
-    self._check_structure(step, manifest, paths, target_leaves)
+    # Leaves are matched by their key path, so a checkpoint whose leaves
+    # were saved in another order (a NamedTuple whose fields were reordered,
+    # such as LSTMState(h, c) -> (c, h)) restores each leaf by name.
+    where = _positions(manifest, paths)
+    self._check_structure(step, [manifest[j] for j in where], paths,
+                          target_leaves)
 
     # jnp.dtype also knows the ml_dtypes names (e.g. bfloat16).
     abstract = {
@@ -433,7 +453,8 @@ class Checkpointer:
       )[_STATE_ITEM]
 
     leaves = []
-    for i, (entry, target) in enumerate(zip(manifest, target_leaves)):
+    for i, target in zip(where, target_leaves):
+      entry = manifest[i]
       if math.prod(entry['shape']):
         # np.asarray also covers Orbax versions that hand back jax arrays.
         value = np.asarray(flat[_leaf_name(i)])
