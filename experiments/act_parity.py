@@ -15,12 +15,14 @@ recurrence is unused and it is a one-hidden-layer feed-forward net).
 
 Results on a 2-core CPU (CPU-2 in BUILD_NOTES.md, which has the full logs):
 
-* This command (fresh clone and venv, idle machine): 4.9% sequence error at
-  90k steps, 1.8% at 110k and 1.0% at 300k (ponder 3.03), in 6 min 37 s
-  (6 min 9 s of training since it uses 4 backward slots with residuals).
-  Error grows with the number of bits, from 0% up to 13 bits to 2-4% at
-  57-64 bits. Seeds 1 and 2 end at 4.2% and 0.6%; seed 1 sits near chance
-  longer and is below 5% only from ~240k steps.
+* This command (flax's initialisation, the library default): 13.9%
+  sequence error at 90k steps, 1.7% at 110k, 0.2% at 200k and 300k
+  (ponder 3.06); 2,336 s on a machine shared with other jobs. Under the
+  earlier default initialisation (Glorot-uniform input kernels, fused) it
+  reached 4.9% at 90k, 1.8% at 110k and 1.0% at 300k (ponder 3.03) in
+  6 min 37 s on the idle machine, with error growing with the number of
+  bits, from 0% up to 13 bits to 2-4% at 57-64 bits, and seeds 1 and 2
+  ending at 4.2% and 0.6%.
 * ``--act=false``: 43.4% after 100k steps, the paper's "almost 40%".
 * ``--layout=random`` (non-zero bits at random positions instead of a
   prefix): at 64 bits no run left chance level within 180k steps, while 12
