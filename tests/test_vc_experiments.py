@@ -132,6 +132,7 @@ def test_vc_text8_on_a_small_file_in_the_text8_format(tmp_path):
   assert out['analysis']['mean_m_by_class']['symbol']['boundary']['count'] > 0
   flags = json.loads((workdir / 'flags.json').read_text())
   assert flags['scheduler_lr_scale'] == 0.1 and flags['clip_scheduler_apart']
+  assert flags['kernel_init'] == 'glorot_uniform'   # the binaries' default
   # A baseline has no scheduler to clip apart: the default still trains it,
   # and the VC-only flags set by hand are refused in one line.
   proc = _run('vc_text8', [f'--data_dir={tmp_path}', '--cell=elman',
@@ -255,6 +256,20 @@ def test_vc_music_refuses_both_data_flags(tmp_path):
                            f'--data_dir={tmp_path}'] + TINY, tmp_path)
   assert proc.returncode == 2 and proc.stderr.count('\n') == 1
   assert 'not both' in proc.stderr
+
+
+@pytest.mark.parametrize('cell', vc_lm.CELL_NAMES)
+def test_kernel_init_reaches_every_cell_of_the_vc_binaries(cell):
+  import jax  # pylint: disable=g-import-not-at-top
+  bound = (6 / (64 + 64)) ** 0.5     # Glorot-uniform's, per gate block
+  peak = {}
+  for init in vc_lm.KERNEL_INITS:
+    params = vc_lm.build_cell(vc_lm.ModelSpec(cell, 64, kernel_init=init)
+                              ).init(jax.random.key(0), 64)
+    peak[init] = float(np.abs(params['input_kernel']).max())
+  assert peak['glorot_uniform'] <= bound < peak['lecun_normal']
+  with pytest.raises(ValueError, match='kernel_init must be one of'):
+    vc_lm.build_cell(vc_lm.ModelSpec(cell, 8, kernel_init='zeros'))
 
 
 def test_music_classes_and_note_lengths():

@@ -50,6 +50,9 @@ from vcrnn_jax.models import language_model
 from vcrnn_jax.training import lm
 
 CELL_NAMES = ('vcrnn', 'vcgru', 'elman', 'gru', 'lstm')
+# Initialisers of the input kernels, by the name a flag gives.
+KERNEL_INITS = {'lecun_normal': jax.nn.initializers.lecun_normal(),
+                'glorot_uniform': jax.nn.initializers.glorot_uniform()}
 VC_CELLS = ('vcrnn', 'vcgru')
 SETTINGS = ('learn', 'guide')
 
@@ -74,6 +77,10 @@ class ModelSpec(NamedTuple):
       of Sec. 5 (0.1, +0.1 per epoch, up to 1).
     epsilon: :math:`\epsilon` of :math:`\mathrm{Thres}_\epsilon`.
     scheduler_bias: initial bias ``b`` of Eq. 7.
+    kernel_init: the input kernels' initialiser, a name of
+      :data:`KERNEL_INITS` (the paper gives none). ``'glorot_uniform'``
+      is what the paper binaries were measured with (each gate's block
+      apart); ``'lecun_normal'`` is the library's (flax's) default.
   """
   cell: str
   hidden_size: int
@@ -88,6 +95,7 @@ class ModelSpec(NamedTuple):
   sharpness_maximum: float = 1.0
   epsilon: float = 0.01
   scheduler_bias: float = 0.0
+  kernel_init: str = 'lecun_normal'
 
   @property
   def name(self) -> str:
@@ -111,6 +119,9 @@ def check_spec(spec: ModelSpec) -> ModelSpec:
   if not (math.isfinite(spec.penalty_weight) and spec.penalty_weight >= 0):
     raise ValueError('penalty_weight must be a finite number >= 0, got '
                      f'{spec.penalty_weight!r}.')
+  if spec.kernel_init not in KERNEL_INITS:
+    raise ValueError(f'kernel_init must be one of {tuple(KERNEL_INITS)}, '
+                     f'got {spec.kernel_init!r}.')
   if spec.penalty_norm not in ('l1', 'l2'):
     raise ValueError(f"penalty_norm must be 'l1' or 'l2', got "
                      f'{spec.penalty_norm!r}.')
@@ -134,14 +145,15 @@ def build_cell(spec: ModelSpec) -> Cell:
   """The recurrent cell of ``spec`` (the VC cells with :func:`sharpness`)."""
   check_spec(spec)
   d = spec.hidden_size
+  init = KERNEL_INITS[spec.kernel_init]
   if spec.cell == 'vcrnn':
     return vc.vcrnn(d, sharpness=sharpness(spec), epsilon=spec.epsilon,
-                    scheduler_bias=spec.scheduler_bias)
+                    scheduler_bias=spec.scheduler_bias, kernel_init=init)
   if spec.cell == 'vcgru':
     return vc.vcgru(d, sharpness=sharpness(spec), epsilon=spec.epsilon,
-                    scheduler_bias=spec.scheduler_bias)
+                    scheduler_bias=spec.scheduler_bias, kernel_init=init)
   return {'elman': cells.elman, 'gru': cells.gru, 'lstm': cells.lstm}[
-      spec.cell](d)
+      spec.cell](d, kernel_init=init)
 
 
 def elman_units(cell_name: str) -> float:
