@@ -1,7 +1,7 @@
 r"""Cost of ACT pondering: while-loop vs masked scan vs a fixed-depth oracle.
 
-Measures, side by side in one run, the time of one jitted train step (forward,
-backward and Adam update) at the ACT parity configuration (Elman 128, batch 128,
+Measures, side by side in one run, the time of one jitted train step (the
+trainer's own ``train_step``: forward, backward and Adam update) at the ACT parity configuration (Elman 128, batch 128,
 64 bits) for:
 
   (a) ``adaptive(..., loop='while')``: the while loop with its custom VJP,
@@ -24,14 +24,12 @@ Usage::
 
 import argparse
 import math
-import statistics
-import time
 
 import jax
 import jax.numpy as jnp
-import optax
 
-from vcrnn_jax import act, cells
+from benchmarks import _train_step
+from vcrnn_jax import act, cells, loops
 from vcrnn_jax.tasks import parity
 
 HIDDEN, BATCH, BITS = 128, 128, 64
@@ -52,20 +50,19 @@ def halting_value(ponder, epsilon=0.01):
   return (1.0 - epsilon) / (ponder - 0.5)
 
 
-def act_step(m, loop, ponder, tau=0.01, compact_rows=None, checkpoints=8,
-             save_residuals=False):
-  cell = act.adaptive(cells.elman(HIDDEN), 1, max_steps=m, loop=loop,
-                      compact_rows=compact_rows, checkpoints=checkpoints,
-                      save_residuals=save_residuals)
+def act_step(m, loop, ponder, tau=0.01):
+  cell = act.adaptive(cells.elman(HIDDEN), 1, max_steps=m, loop=loop)
   params = cell.init(jax.random.PRNGKey(0), BITS)
   params['halting']['kernel'] = jnp.zeros_like(params['halting']['kernel'])
   h = halting_value(ponder)
   params['halting']['bias'] = jnp.full((1,), math.log(h / (1 - h)))
 
-  def loss(params, x, y):
+  def loss(params, batch):
+    x, y = batch
     _, out = cell.apply(params, cell.initial_state(BATCH), x)
-    return _bce(out.output[:, 0], y) + tau * jnp.mean(act.ponder_cost(out)), \
-        out.steps
+    return (_bce(out.output[:, 0], y) + tau * jnp.mean(act.ponder_cost(out)),
+            {'ponder_steps': jnp.mean(out.steps.astype(jnp.float32)),
+             'ponder_min': jnp.min(out.steps), 'ponder_max': jnp.max(out.steps)})
   return params, loss
 
 
@@ -74,7 +71,9 @@ def oracle_step(n):
   params = {'cell': inner.init(jax.random.PRNGKey(0), BITS + 1),
             'out': jnp.zeros((HIDDEN, 1)), 'b': jnp.zeros((1,))}
 
-  def loss(params, x, y):
+  def loss(params, batch):
+    x, y = batch
+
     def body(state, flag):
       xin = jnp.concatenate([x, jnp.full((BATCH, 1), flag)], -1)
       state, hid = inner.apply(params['cell'], state, xin)
@@ -82,35 +81,13 @@ def oracle_step(n):
     flags = jnp.zeros((n,)).at[0].set(1.0)
     _, hs = jax.lax.scan(body, inner.initial_state(BATCH), flags)
     logit = hs[-1] @ params['out'] + params['b']
-    return _bce(logit[:, 0], y), jnp.full((BATCH,), n)
+    return _bce(logit[:, 0], y), {'ponder_steps': jnp.asarray(n, jnp.float32)}
   return params, loss
 
 
-def make_train_step(loss):
-  tx = optax.adam(1e-3)
-
-  def step(params, opt_state, x, y):
-    (value, steps), grads = jax.value_and_grad(loss, has_aux=True)(params, x, y)
-    updates, opt_state = tx.update(grads, opt_state, params)
-    return optax.apply_updates(params, updates), opt_state, value, steps
-  return tx, jax.jit(step)
-
-
 def measure(params, loss, x, y, repeats):
-  tx, step = make_train_step(loss)
-  opt_state = tx.init(params)
-  compiled = step.lower(params, opt_state, x, y).compile()
-  mem = compiled.memory_analysis()
-  temp = getattr(mem, 'temp_size_in_bytes', None) if mem is not None else None
-  out = step(params, opt_state, x, y)
-  jax.block_until_ready(out)
-  steps = float(jnp.mean(out[3]))
-  times = []
-  for _ in range(repeats):
-    t0 = time.perf_counter()
-    jax.block_until_ready(step(params, opt_state, x, y))
-    times.append(time.perf_counter() - t0)
-  return statistics.median(times), temp, steps
+  """Median seconds of a train step, its temp bytes and the mean N."""
+  return _train_step.measure(params, loss, (x, y), repeats, 'ponder_steps')
 
 
 def main(argv=None):
@@ -160,11 +137,11 @@ def main(argv=None):
   mems = {}
   rows = args.compact_rows or None
   for m in ms:
-    t_a, mem_a, n_a = measure(
-        *act_step(m, 'while', args.ponder, compact_rows=rows,
-                  checkpoints=args.checkpoints,
-                  save_residuals=args.save_residuals), x, y,
-        args.repeats)
+    loop = loops.LoopConfig(checkpoints=args.checkpoints,
+                            save_residuals=args.save_residuals,
+                            compact_rows=rows)
+    t_a, mem_a, n_a = measure(*act_step(m, loop, args.ponder), x, y,
+                              args.repeats)
     t_b, mem_b, _ = measure(*act_step(m, 'scan', args.ponder), x, y,
                             max(3, args.repeats // 5))
     mems[m] = mem_a

@@ -40,6 +40,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from vcrnn_jax import loops
 from vcrnn_jax import tasks
 from vcrnn_jax.papers.act import tasks as act_tasks
 from vcrnn_jax.training.train import (StepInfo, TrainConfig,
@@ -162,16 +163,14 @@ def main(argv=None) -> dict:
   return stats
 
 
-# Loop settings timed by --time: (name, ModelConfig fields). The first is the
-# baseline the speed-ups are relative to.
+# Loop settings timed by --time. The first is the baseline the speed-ups are
+# relative to.
 LOOP_SETTINGS = (
-    ('defaults', dict(compact_rows=None, checkpoints=8, save_residuals=False)),
-    ('compact_rows=8', dict(compact_rows=8, checkpoints=8,
-                            save_residuals=False)),
-    ('4 slots+residuals', dict(compact_rows=None, checkpoints=4,
-                               save_residuals=True)),
-    ('8 slots+residuals', dict(compact_rows=None, checkpoints=8,
-                               save_residuals=True)),
+    ('defaults', loops.LoopConfig()),
+    ('compact_rows=8', loops.LoopConfig(compact_rows=8)),
+    ('4 slots+residuals', loops.LoopConfig(checkpoints=4,
+                                           save_residuals=True)),
+    ('8 slots+residuals', loops.LoopConfig(save_residuals=True)),
 )
 
 
@@ -179,8 +178,8 @@ def time_loop_settings(task, model, batch_size, params, key,
                        repeats) -> dict:
   """Median gradient-step ms under each of LOOP_SETTINGS, interleaved."""
   steps = {}
-  for name, fields in LOOP_SETTINGS:
-    experiment = act_tasks.task_experiment(task, model._replace(**fields),
+  for name, loop in LOOP_SETTINGS:
+    experiment = act_tasks.task_experiment(task, model._replace(loop=loop),
                                            batch_size=batch_size)
     info = StepInfo(jax.random.PRNGKey(0), jnp.zeros((), jnp.int32))
     steps[name] = jax.jit(jax.grad(

@@ -29,14 +29,13 @@ Usage::
 
 import argparse
 import math
-import statistics
-import time
 
 import jax
 from jax import lax
 import jax.numpy as jnp
-import optax
 
+from benchmarks import _train_step
+from vcrnn_jax import loops
 from vcrnn_jax import rehn
 from vcrnn_jax.core import Cell
 from vcrnn_jax.tasks import elastic_depth
@@ -124,12 +123,14 @@ def oracle_cell(hidden, depth):
 
 def make_loss(cell):
 
-  def loss(params, xs, ys):
+  def loss(params, batch):
+    xs, ys = batch
     _, out = unroll(cell, params['cell'], cell.initial_state(BATCH), xs)
     h = out.output if hasattr(out, 'output') else out
     pred = h @ params['readout']['kernel'] + params['readout']['bias']
     depth = out.depth if hasattr(out, 'depth') else jnp.zeros((BATCH, 1))
-    return jnp.mean((pred - ys) ** 2), jnp.mean(depth.astype(jnp.float32))
+    return (jnp.mean((pred - ys) ** 2),
+            {'depth': jnp.mean(depth.astype(jnp.float32))})
 
   return loss
 
@@ -138,29 +139,8 @@ def measure(cell_params, cell, xs, ys, repeats, hidden):
   params = {'cell': cell_params,
             'readout': {'kernel': jnp.zeros((hidden, 2)),
                         'bias': jnp.zeros((2,))}}
-  tx = optax.adam(1e-3)
-  loss = make_loss(cell)
-
-  def step(params, opt_state, xs, ys):
-    (value, depth), grads = jax.value_and_grad(loss, has_aux=True)(
-        params, xs, ys)
-    updates, opt_state = tx.update(grads, opt_state, params)
-    return optax.apply_updates(params, updates), opt_state, value, depth
-
-  step = jax.jit(step)
-  opt_state = tx.init(params)
-  compiled = step.lower(params, opt_state, xs, ys).compile()
-  mem = compiled.memory_analysis()
-  temp = getattr(mem, 'temp_size_in_bytes', None) if mem is not None else None
-  out = compiled(params, opt_state, xs, ys)
-  jax.block_until_ready(out)
-  depth = float(out[3])
-  times = []
-  for _ in range(repeats):
-    t0 = time.perf_counter()
-    jax.block_until_ready(compiled(params, opt_state, xs, ys))
-    times.append(time.perf_counter() - t0)
-  return statistics.median(times), temp, depth
+  return _train_step.measure(params, make_loss(cell), (xs, ys), repeats,
+                             'depth')
 
 
 def main():
@@ -192,7 +172,7 @@ def main():
   print(f'jax {jax.__version__} on {jax.devices()[0].device_kind} '
         f'({jax.default_backend()}); batch {BATCH}, {SEQ_LEN} time steps, '
         f'realized depth R={args.depth}, median of {args.repeats} train steps '
-        f'(value_and_grad + Adam); (a): checkpoints={args.checkpoints}, '
+        f'(train.train_step: value_and_grad + Adam); (a): checkpoints={args.checkpoints}, '
         f'save_residuals={args.save_residuals}')
   kib = lambda v: f'{v / 1024:.0f}' if v is not None else 'n/a'
   for hidden in hiddens:
@@ -213,9 +193,10 @@ def main():
           f'{"mem(b) KiB":>11}')
     mems = {}
     for r_max in max_depths:
-      make = lambda loop: rehn.ei_rehn(
-          hidden, hyper, r_max, loop=loop, checkpoints=args.checkpoints,
-          save_residuals=args.save_residuals)
+      make = lambda kind: rehn.ei_rehn(
+          hidden, hyper, r_max, loop=loops.LoopConfig(
+              kind, checkpoints=args.checkpoints,
+              save_residuals=args.save_residuals))
       cell_a, cell_b = make('while'), make('scan')
       params = ei_rehn_params(cell_a, hidden, args.depth, key)
       t_a, mem_a, r_a = measure(params, cell_a, xs, ys, args.repeats, hidden)

@@ -13,6 +13,7 @@ from typing import Any, Mapping, Optional
 from absl import flags
 
 from experiments import _common
+from vcrnn_jax import loops
 from vcrnn_jax import tasks
 from vcrnn_jax.papers.act import sweep as act_sweep
 from vcrnn_jax.files import atomic_write
@@ -101,9 +102,10 @@ def model_config() -> act_tasks.ModelConfig:
   return act_tasks.ModelConfig(
       cell=FLAGS.cell, hidden_size=FLAGS.hidden_size, act=FLAGS.act,
       tau=FLAGS.tau, max_steps=FLAGS.max_steps, epsilon=FLAGS.epsilon,
-      halting_bias=FLAGS.halting_bias, loop=FLAGS.loop,
-      compact_rows=FLAGS.compact_rows or None,
-      checkpoints=FLAGS.ponder_slots, save_residuals=FLAGS.save_residuals)
+      halting_bias=FLAGS.halting_bias, loop=loops.LoopConfig(
+          FLAGS.loop, checkpoints=FLAGS.ponder_slots,
+          save_residuals=FLAGS.save_residuals,
+          compact_rows=FLAGS.compact_rows or None))
 
 
 def train_config(name: str) -> TrainConfig:

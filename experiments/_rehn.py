@@ -4,6 +4,7 @@ own paper defaults for the size and the fixed depth)."""
 from absl import flags
 
 from experiments import _common
+from vcrnn_jax import loops
 from vcrnn_jax.papers.rehn import tasks as rehn_tasks
 
 FLAGS = flags.FLAGS
@@ -59,4 +60,4 @@ def model_spec() -> rehn_tasks.ModelSpec:
   return rehn_tasks.ModelSpec(
       cell=FLAGS.cell, hidden_size=FLAGS.hidden_size, depth=FLAGS.depth,
       max_depth=FLAGS.max_depth, hyper_size=FLAGS.hyper_size,
-      loop=FLAGS.loop, ponder_slots=FLAGS.ponder_slots)
+      loop=loops.LoopConfig(FLAGS.loop, checkpoints=FLAGS.ponder_slots))

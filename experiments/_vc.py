@@ -226,7 +226,7 @@ def train_and_analyse(
                      f'--seq_len={FLAGS.seq_len}.')
   spec = spec_from_flags(per_epoch, boundary_target)
   for flag in ('scheduler_lr_scale', 'clip_scheduler_apart'):
-    if FLAGS[flag].value != FLAGS[flag].default and not spec.variable:
+    if FLAGS[flag].value != FLAGS[flag].default and not spec.has_scheduler:
       raise ValueError(f'--{flag} is for the VC cells {vc_lm.VC_CELLS}; '
                        f'--cell={FLAGS.cell} has no scheduler.')
   task = vc_lm.lm_task(spec, train_stream, valid_stream, vocab_size,
@@ -240,13 +240,13 @@ def train_and_analyse(
       lr_scales=((('scheduler', FLAGS.scheduler_lr_scale),)
                  if FLAGS.scheduler_lr_scale != 1.0 else ()),
       clip_apart=(('scheduler',) if FLAGS.clip_scheduler_apart and
-                  spec.variable else ()))
+                  spec.has_scheduler else ()))
   workdir = _common.default_workdir(name, leading=leading)
   result = _common.train(task.experiment, config, workdir)
   test = task.evaluate_stream(result.params, test_stream, result.step)
   valid = dict(result.metrics)
   out = {'model': spec.name, 'step': result.step,
-         'sharpness': vc_lm.sharpness_at(spec, result.step) if spec.variable
+         'sharpness': vc_lm.sharpness_at(spec, result.step) if spec.has_scheduler
                       else None,
          'parameters': _parameter_count(result.params),
          **_common.metric_sections(valid),
@@ -262,7 +262,7 @@ def train_and_analyse(
   if not distributed.is_chief():
     return out
   plots = []
-  if spec.variable:
+  if spec.has_scheduler:
     out['analysis'], plots = _analyse(task, spec, result, workdir,
                                       valid_stream, decode, classes, bits)
   _common.write_results(workdir, vc_lm.summary(out))

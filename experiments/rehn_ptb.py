@@ -41,6 +41,7 @@ from absl import flags
 from experiments import _common
 from experiments import _rehn
 from vcrnn_jax import data
+from vcrnn_jax import loops
 from vcrnn_jax.models import language_model, symmetric_uniform
 from vcrnn_jax.training import distributed
 from vcrnn_jax.training import lm
@@ -114,7 +115,7 @@ def main(argv):
           -2.0 if FLAGS.transform_bias is None and FLAGS.cell in ('rhn', 'srhn')
           else FLAGS.transform_bias),
       state_dropout=FLAGS.drop_state, init_scale=FLAGS.init_scale,
-      loop=FLAGS.loop, ponder_slots=FLAGS.ponder_slots)
+      loop=loops.LoopConfig(FLAGS.loop, checkpoints=FLAGS.ponder_slots))
   init = symmetric_uniform(FLAGS.init_scale)
   model = language_model(
       rehn_tasks.build_cell(spec), ds.vocab.size,

@@ -65,8 +65,9 @@ def _np(tree):
 def _setup(inner, max_steps=100, halting_bias=1.0, seed=0, loop='while',
            checkpoints=16):
   cell = act.adaptive(inner, O, max_steps=max_steps, epsilon=EPS,
-                      halting_bias=halting_bias, loop=loop,
-                      checkpoints=checkpoints, param_dtype=jnp.float64)
+                      halting_bias=halting_bias,
+                      loop=loops.LoopConfig(loop, checkpoints=checkpoints),
+                      param_dtype=jnp.float64)
   params = cell.init(jax.random.key(seed), D)
   # Spread the halting unit so rows take visibly different numbers of steps.
   params['halting']['kernel'] = params['halting']['kernel'] * 3.0
@@ -254,7 +255,8 @@ def test_compacted_tail_equals_the_full_batch_loop(compact_rows):
   batch = 24
   inner = cells.lstm(H, param_dtype=jnp.float64)
   make = lambda rows: act.adaptive(inner, O, max_steps=40, epsilon=EPS,
-                                   halting_bias=-1.0, compact_rows=rows,
+                                   halting_bias=-1.0,
+                                   loop=loops.LoopConfig(compact_rows=rows),
                                    param_dtype=jnp.float64)
   compact, full = make(compact_rows), make(None)
   params = compact.init(jax.random.key(3), D)
@@ -291,8 +293,11 @@ def test_saved_residuals_give_the_same_values_and_gradients(checkpoints):
   batch = 6
   inner = cells.lstm(H, param_dtype=jnp.float64)
   make = lambda save: act.adaptive(inner, O, max_steps=20, epsilon=EPS,
-                                   halting_bias=-1.0, checkpoints=checkpoints,
-                                   save_residuals=save, param_dtype=jnp.float64)
+                                   halting_bias=-1.0,
+                                   loop=loops.LoopConfig(
+                                       checkpoints=checkpoints,
+                                       save_residuals=save),
+                                   param_dtype=jnp.float64)
   saved, plain = make(True), make(False)
   params = plain.init(jax.random.key(6), D)
   params['halting']['kernel'] = params['halting']['kernel'] * 4.0

@@ -415,6 +415,27 @@ def test_bad_arguments_raise(kwargs, match):
     loops.bounded_while_loop(cond, body, make_params(), make_carry(), **kwargs)
 
 
+@pytest.mark.parametrize('kwargs,match', [
+    (dict(kind='for'), "loop must be 'while' or 'scan'"),
+    (dict(checkpoints=0), 'checkpoints must be a positive'),
+    (dict(save_residuals=1), 'save_residuals must be a bool'),
+    (dict(compact_rows=0), 'compact_rows must be a positive'),
+])
+def test_loop_config_refuses_bad_settings(kwargs, match):
+  with pytest.raises(ValueError, match=match):
+    loops.LoopConfig(**kwargs)
+
+
+def test_loop_config_is_one_hashable_value_and_a_kind_is_its_shorthand():
+  config = loops.LoopConfig(checkpoints=4, compact_rows=8)
+  # Hashable and comparable: a static jit argument and a flax module field.
+  assert hash(config) == hash(loops.LoopConfig(checkpoints=4, compact_rows=8))
+  assert loops.as_loop_config(config) is config
+  assert loops.as_loop_config('scan') == loops.LoopConfig(kind='scan')
+  with pytest.raises(ValueError, match='loop must be a LoopConfig'):
+    loops.as_loop_config(8)
+
+
 def test_masked_scan_loop_bad_max_steps_raises():
   with pytest.raises(ValueError, match='max_steps must be a positive integer'):
     loops.masked_scan_loop(cond, body, make_params(), make_carry(),

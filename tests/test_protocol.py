@@ -232,7 +232,7 @@ def test_act_a_nan_row_halts_instead_of_pondering_to_m():
 def test_act_every_accepted_compact_rows_terminates(compact_rows):
   assert loops.stage_sizes((24,), 1) == (24, 12, 6, 3, 2, 1)
   cell = act.adaptive(cells.elman(H), 2, max_steps=20, halting_bias=-2.0,
-                      compact_rows=compact_rows)
+                      loop=loops.LoopConfig(compact_rows=compact_rows))
   params = cell.init(jax.random.key(0), D)
   _, out = jax.jit(cell.apply)(params, cell.initial_state(8),
                                _xs(shape=(8, D)))

@@ -16,6 +16,7 @@ import pytest
 
 from vcrnn_jax import act
 from vcrnn_jax import cells
+from vcrnn_jax import loops
 from vcrnn_jax import rehn
 from vcrnn_jax.core import Context
 from vcrnn_jax.unroll import unroll
@@ -335,7 +336,7 @@ def test_a_row_with_closed_first_gate_is_carried_unchanged(name, loop):
 def test_while_loop_equals_masked_scan(name, checkpoints):
   # Few slots, so that deep rows take the thinned-slot backward path too.
   kw = dict(max_depth=12)
-  cw = _elastic(name, loop='while', checkpoints=checkpoints, **kw)
+  cw = _elastic(name, loop=loops.LoopConfig(checkpoints=checkpoints), **kw)
   cs = _elastic(name, loop='scan', **kw)
   params = _elastic_params(cw, alpha=0.08, beta=0.95)
   batch = 6
@@ -361,7 +362,8 @@ def test_while_loop_equals_masked_scan(name, checkpoints):
   if name == 'srehn':
     # Compacting the deep tail (6 rows, then 3) changes nothing either (the
     # compaction is the loop's; the cell only has to leave halted rows be).
-    cc = _elastic(name, checkpoints=checkpoints, compact_rows=3, **kw)
+    cc = _elastic(name, loop=loops.LoopConfig(checkpoints=checkpoints,
+                                              compact_rows=3), **kw)
     _, oc = jax.jit(lambda p, x: unroll(cc, p, cc.initial_state(batch), x,
                                         lengths))(params, xs)
     np.testing.assert_array_equal(oc.depth, ow.depth)
@@ -400,7 +402,8 @@ def test_inactive_rows_take_no_depth_and_change_nothing_else(name, loop):
 @pytest.mark.parametrize('loop', ['while', 'scan'])
 def test_overflow_guard_huge_alpha_and_max_depth(loop):
   max_depth = 10_000 if loop == 'while' else 200
-  cell = _elastic('ei_rehn', max_depth=max_depth, loop=loop, checkpoints=16)
+  cell = _elastic('ei_rehn', max_depth=max_depth,
+                  loop=loops.LoopConfig(loop, checkpoints=16))
   params = _elastic_params(cell, alpha=3e-3, beta=0.999)
   # Half the units with a huge alpha: e^alpha and e^{(alpha + alpha_t) r}
   # overflow float64 at r = 1 and their gate is 0. The other half with a
@@ -712,7 +715,7 @@ def test_bad_arguments_raise_clear_errors():
   with pytest.raises(ValueError, match='alpha_init must be > 0'):
     rehn.srehn(H, 3, alpha_init=0.0)
   with pytest.raises(ValueError, match='compact_rows must be a positive'):
-    rehn.srehn(H, 3, compact_rows=0)
+    rehn.srehn(H, 3, loop=loops.LoopConfig(compact_rows=0))
   cell = rehn.ei_rehn(H, Z, 3)
   params = cell.init(jax.random.key(0), D)
   with pytest.raises(ValueError, match=r'ei_rehn.apply: x must have shape '

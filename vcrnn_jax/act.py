@@ -5,6 +5,7 @@ input for a data-dependent number of steps ``N(t) <= M`` and emits mean-field
 states and outputs; :func:`ponder_cost` gives the ponder cost added to the loss.
 """
 
+import functools
 from typing import Any, Callable, NamedTuple, Optional
 
 import jax
@@ -46,6 +47,102 @@ def _bcast(v, a):
   return v.reshape(v.shape + (1,) * (a.ndim - v.ndim)).astype(a.dtype)
 
 
+def _output_sizes(cell: Cell, feats, cell_params, input_size: int, dtype
+                  ) -> tuple[int, int]:
+  """The widths of the wrapped cell's output and of the halting features."""
+  state = cell.initial_state(1)
+  x = jnp.zeros((1, input_size + 1), dtype)
+  new_state, y = jax.eval_shape(cell.apply, cell_params, state, x,
+                                shape_probe_context())
+  y = cell_output(y)
+  return y.shape[-1], jax.eval_shape(feats, new_state, y).shape[-1]
+
+
+def _dense_params(kernel_init, key, fan_in: int, fan_out: int, bias: float,
+                  dtype) -> dict:
+  return {'kernel': _common.initialize(kernel_init, key, (fan_in, fan_out),
+                                       dtype),
+          'bias': jnp.full((fan_out,), bias, dtype)}
+
+
+def _probe(cell: Cell, params, state, x) -> int:
+  """The wrapped cell's output width; an input-size error in ACT's terms.
+
+  The wrapped cell sees ``x`` with the first-step flag appended, so its own
+  message would name one input too many; it is restated for ACT's ``x``.
+  """
+  flagged = jax.ShapeDtypeStruct(x.shape[:-1] + (x.shape[-1] + 1,), x.dtype)
+  try:
+    _, y = jax.eval_shape(cell.apply, params['cell'], state, flagged,
+                          shape_probe_context())
+  except InputSizeError as e:
+    name = f'act.adaptive({e.name})'
+    raise InputSizeError(
+        f'{name}.apply: x must have shape [batch, {e.input_size - 1}] '
+        f'(input_size from the params), got shape {tuple(x.shape)}.',
+        name, e.input_size - 1) from None
+  return cell_output(y).shape[-1]
+
+
+def _initial_rows(state, batch_shape: tuple, y_size: int, dtype) -> _Rows:
+  """The loop's rows before the first ponder step: nothing accumulated."""
+  return _Rows(
+      state=state,
+      acc_state=jax.tree_util.tree_map(jnp.zeros_like, state),
+      acc_output=jnp.zeros(batch_shape + (y_size,), dtype),
+      cum_halt=jnp.zeros(batch_shape, dtype),
+      steps=jnp.zeros(batch_shape, jnp.int32),
+      remainder=jnp.zeros(batch_shape, dtype),
+  )
+
+
+def _ponder_step(cell: Cell, feats, output_size: Optional[int],
+                 epsilon: float, max_steps: int, shared, inputs, r: _Rows,
+                 running, n):
+  """Ponder step ``n`` of every row (Eq. 3-9), for ``loops.halting_loop``."""
+  params, context = shared
+  x, active = inputs
+  flag = jnp.broadcast_to((n == 0).astype(x.dtype), x.shape[:-1] + (1,))
+  # Halted rows are frozen below; telling the cell lets an adaptive inner
+  # cell (EI-REHN) skip their work.
+  new_state, y = cell.apply(
+      params['cell'], r.state, jnp.concatenate([x, flag], axis=-1),
+      context._replace(active=running & active))                    # (3)
+  y = cell_output(y)
+  if output_size is None:
+    out = y                                                         # (4)
+  else:
+    out = y @ params['output']['kernel'] + params['output']['bias']  # (4)
+  h = jax.nn.sigmoid(
+      feats(new_state, y) @ params['halting']['kernel']
+      + params['halting']['bias'])[..., 0]                          # (5)
+  # Comparisons carry no gradient, so N(t) is a constant (Sec. 2.2).
+  halts = (r.cum_halt + h >= 1.0 - epsilon) | (n + 1 >= max_steps)  # (13)
+  # Inactive rows (padding) halt at n=1 so they never extend the loop, and
+  # so does a row whose halting value is not finite (NaN would otherwise
+  # keep it, and the whole batch, pondering to M).
+  halts = halts | ~active | ~jnp.isfinite(h)
+  p = jnp.where(halts, 1.0 - r.cum_halt, h)                         # (6, 8)
+  w = jnp.where(running, p, 0.0)
+  acc_state = jax.tree_util.tree_map(
+      lambda acc, s: acc + _bcast(w, s) * s, r.acc_state, new_state)  # (9)
+  acc_output = r.acc_output + _bcast(w, out) * out                  # (9)
+  stops = running & halts
+  # Halted rows keep their last state so nothing grows in padded steps.
+  state = jax.tree_util.tree_map(
+      lambda s_new, s_old: jnp.where(_bcast(running, s_new), s_new, s_old),
+      new_state, r.state)
+  rows = _Rows(
+      state=state,
+      acc_state=acc_state,
+      acc_output=acc_output,
+      cum_halt=jnp.where(running & ~halts, r.cum_halt + h, r.cum_halt),
+      steps=r.steps + running.astype(jnp.int32),
+      remainder=jnp.where(stops, 1.0 - r.cum_halt, r.remainder),
+  )
+  return rows, running & ~halts
+
+
 def adaptive(
     cell: Cell,
     output_size: Optional[int],
@@ -54,10 +151,7 @@ def adaptive(
     epsilon: float = 0.01,
     halting_bias: float = 1.0,
     halt_features: Optional[Callable[[Any, jax.Array], jax.Array]] = None,
-    loop: str = 'while',
-    checkpoints: int = 8,
-    save_residuals: bool = False,
-    compact_rows: Optional[int] = None,
+    loop: loops.LoopConfig | str = loops.LoopConfig(),
     kernel_init: Any = _common.default_kernel_init,
     param_dtype: Any = None,
 ) -> Cell:
@@ -110,29 +204,16 @@ def adaptive(
     halting_bias: initial ``b_h`` (paper: 1).
     halt_features: ``(state, y) -> [batch, F]`` features the halting unit
       reads; defaults to ``y``.
-    loop: ``'while'`` (cost follows the steps taken) or ``'scan'``.
-    compact_rows: with ``loop='while'`` and a ``[batch, features]`` input,
-      the smallest batch the pondering tail is compacted to (``None``: never
-      compact). The loop runs on the whole batch while more than half of its
-      rows still ponder, then gathers the pondering rows into a batch of half
-      the size and goes on there, halving again as rows halt, down to
-      ``compact_rows`` rows; the results are scattered back. A step then
-      costs about the rows that actually ponder rather than the whole batch
-      times the slowest row's N. Values and gradients equal those of
-      ``compact_rows=None`` up to float rounding
-      (:func:`vcrnn_jax.loops.halting_loop`). It pays when a few rows ponder
-      much longer than the rest and costs a little when rows halt together
-      (BUILD_NOTES.md has the measurements), hence off by default.
-    checkpoints: carries the ``'while'`` loop stores for its backward pass
-      (memory is independent of ``max_steps``; see :mod:`vcrnn_jax.loops`).
-      Up to this many ponder steps are differentiated without recomputation;
-      beyond it the slots thin out and the backward pass recomputes steps.
-    save_residuals: with ``loop='while'``, also store each saved step's
-      ``jax.vjp`` residuals, so the backward pass does not re-run those
-      steps (:func:`vcrnn_jax.loops.bounded_while_loop`). Same values and
-      gradients. It pays for one-step sequences that ponder a few steps and
-      costs inside a time ``lax.scan``, whose backward pass saves the slots
-      per time step (BUILD_NOTES.md has the measurements).
+    loop: how pondering runs, a :class:`vcrnn_jax.loops.LoopConfig` (or its
+      ``kind``, ``'while'`` or ``'scan'``); the same values and gradients up
+      to float rounding whatever it says. ``kind='while'`` costs the steps
+      taken; ``checkpoints`` carries are saved for the backward pass (up to
+      that many ponder steps are differentiated without recomputation);
+      ``save_residuals`` pays for one-step sequences that ponder a few steps
+      and costs inside a time ``lax.scan``; ``compact_rows`` gathers the
+      rows still pondering into halving batches, which pays when a few rows
+      ponder much longer than the rest (BUILD_NOTES.md has the
+      measurements of each).
     kernel_init: initialiser of ``W_y`` and ``W_h`` (default LeCun normal,
       as ``flax.linen.Dense``).
     param_dtype: dtype of the ACT params; None (default) follows the wrapped
@@ -162,102 +243,24 @@ def adaptive(
   if output_size is not None:
     output_size = check_positive_int('output_size', output_size)
   max_steps = check_positive_int('max_steps', max_steps)
-  checkpoints = check_positive_int('checkpoints', checkpoints)
-  if compact_rows is not None:
-    compact_rows = check_positive_int('compact_rows', compact_rows)
   if not 0.0 < epsilon < 1.0:
     raise ValueError(f'epsilon must be in (0, 1), got {epsilon!r}.')
-  if loop not in ('while', 'scan'):
-    raise ValueError(f"loop must be 'while' or 'scan', got {loop!r}.")
+  loop = loops.as_loop_config(loop)
   feats = halt_features or _default_halt_features
-
-  def _shapes(cell_params, input_size, dtype):
-    state = cell.initial_state(1)
-    x = jnp.zeros((1, input_size + 1), dtype)
-    new_state, y = jax.eval_shape(cell.apply, cell_params, state, x,
-                                    shape_probe_context())
-    y = cell_output(y)
-    return y.shape[-1], jax.eval_shape(feats, new_state, y).shape[-1]
 
   def init(key, input_size):
     input_size = check_positive_int('input_size', input_size)
     k_cell, k_out, k_halt = jax.random.split(key, 3)
     cell_params = cell.init(k_cell, input_size + 1)
     dtype = param_dtype or param_dtype_of(cell_params)
-    y_size, f_size = _shapes(cell_params, input_size, dtype)
+    y_size, f_size = _output_sizes(cell, feats, cell_params, input_size, dtype)
     params = {'cell': cell_params}
-    if output_size is not None:
-      params['output'] = {
-          'kernel': _common.initialize(kernel_init, k_out,
-                                       (y_size, output_size), dtype),
-          'bias': jnp.zeros((output_size,), dtype),
-      }
-    params['halting'] = {
-        'kernel': _common.initialize(kernel_init, k_halt, (f_size, 1), dtype),
-        'bias': jnp.full((1,), halting_bias, dtype),
-    }
+    if output_size is not None:                                       # (4)
+      params['output'] = _dense_params(kernel_init, k_out, y_size,
+                                       output_size, 0.0, dtype)
+    params['halting'] = _dense_params(kernel_init, k_halt, f_size, 1,
+                                      halting_bias, dtype)            # (5)
     return params
-
-  def _body(shared, inputs, r: _Rows, running, n):
-    params, context = shared
-    x, active = inputs
-    flag = jnp.broadcast_to((n == 0).astype(x.dtype), x.shape[:-1] + (1,))
-    # Halted rows are frozen below; telling the cell lets an adaptive inner
-    # cell (EI-REHN) skip their work.
-    new_state, y = cell.apply(
-        params['cell'], r.state, jnp.concatenate([x, flag], axis=-1),
-        context._replace(active=running & active))                    # (3)
-    y = cell_output(y)
-    if output_size is None:
-      out = y                                                         # (4)
-    else:
-      out = y @ params['output']['kernel'] + params['output']['bias']  # (4)
-    h = jax.nn.sigmoid(
-        feats(new_state, y) @ params['halting']['kernel']
-        + params['halting']['bias'])[..., 0]                          # (5)
-    # Comparisons carry no gradient, so N(t) is a constant (Sec. 2.2).
-    halts = (r.cum_halt + h >= 1.0 - epsilon) | (n + 1 >= max_steps)  # (13)
-    # Inactive rows (padding) halt at n=1 so they never extend the loop, and
-    # so does a row whose halting value is not finite (NaN would otherwise
-    # keep it, and the whole batch, pondering to M).
-    halts = halts | ~active | ~jnp.isfinite(h)
-    p = jnp.where(halts, 1.0 - r.cum_halt, h)                         # (6, 8)
-    w = jnp.where(running, p, 0.0)
-    acc_state = jax.tree_util.tree_map(
-        lambda acc, s: acc + _bcast(w, s) * s, r.acc_state, new_state)  # (9)
-    acc_output = r.acc_output + _bcast(w, out) * out                  # (9)
-    stops = running & halts
-    # Halted rows keep their last state so nothing grows in padded steps.
-    state = jax.tree_util.tree_map(
-        lambda s_new, s_old: jnp.where(_bcast(running, s_new), s_new, s_old),
-        new_state, r.state)
-    rows = _Rows(
-        state=state,
-        acc_state=acc_state,
-        acc_output=acc_output,
-        cum_halt=jnp.where(running & ~halts, r.cum_halt + h, r.cum_halt),
-        steps=r.steps + running.astype(jnp.int32),
-        remainder=jnp.where(stops, 1.0 - r.cum_halt, r.remainder),
-    )
-    return rows, running & ~halts
-
-  def _probe(params, state, x):
-    """The wrapped cell's output width; an input-size error in ACT's terms.
-
-    The wrapped cell sees ``x`` with the first-step flag appended, so its own
-    message would name one input too many; it is restated for ACT's ``x``.
-    """
-    flagged = jax.ShapeDtypeStruct(x.shape[:-1] + (x.shape[-1] + 1,), x.dtype)
-    try:
-      _, y = jax.eval_shape(cell.apply, params['cell'], state, flagged,
-                            shape_probe_context())
-    except InputSizeError as e:
-      name = f'act.adaptive({e.name})'
-      raise InputSizeError(
-          f'{name}.apply: x must have shape [batch, {e.input_size - 1}] '
-          f'(input_size from the params), got shape {tuple(x.shape)}.',
-          name, e.input_size - 1) from None
-    return cell_output(y).shape[-1]
 
   def apply(params, state, x, context=None):
     context = as_context(context)
@@ -267,26 +270,18 @@ def adaptive(
                        f'shape {tuple(x.shape)}.')
     x = x.astype(dtype) if x.dtype != dtype else x
     batch_shape = x.shape[:-1]
-    y_size = _probe(params, state, x)
+    y_size = _probe(cell, params, state, x)
     # ``active`` ([batch] bool, optional): rows whose result the caller will
     # discard (e.g. padded steps in ``unroll``) take exactly one step.
     active = (jnp.ones(batch_shape, bool) if context.active is None
               else jnp.broadcast_to(jnp.asarray(context.active, bool),
                                     batch_shape))
-    rows = _Rows(
-        state=state,
-        acc_state=jax.tree_util.tree_map(jnp.zeros_like, state),
-        acc_output=jnp.zeros(
-            batch_shape + (output_size or y_size,), dtype),
-        cum_halt=jnp.zeros(batch_shape, dtype),
-        steps=jnp.zeros(batch_shape, jnp.int32),
-        remainder=jnp.zeros(batch_shape, dtype),
-    )
+    rows = _initial_rows(state, batch_shape, output_size or y_size, dtype)
+    step = functools.partial(_ponder_step, cell, feats, output_size,
+                             epsilon, max_steps)
     final, _ = loops.halting_loop(
-        _body, (params, context._replace(active=None)), (x, active), rows,
-        jnp.ones(batch_shape, bool), max_steps=max_steps, loop=loop,
-        checkpoints=checkpoints, save_residuals=save_residuals,
-        compact_rows=compact_rows)
+        step, (params, context._replace(active=None)), (x, active), rows,
+        jnp.ones(batch_shape, bool), max_steps=max_steps, loop=loop)
     ponder = final.steps.astype(dtype) + final.remainder              # (10)
     return final.acc_state, ACTOutput(
         output=final.acc_output, ponder=ponder, steps=final.steps,

@@ -45,6 +45,7 @@ import jax
 import jax.numpy as jnp
 
 from vcrnn_jax import act
+from vcrnn_jax import loops
 from vcrnn_jax import cells
 from vcrnn_jax import rehn
 from vcrnn_jax import vc
@@ -227,10 +228,7 @@ class SREHN(CellModule):
   rate_bias: float = -3.0
   input_dropout: float = 0.0
   state_dropout: float = 0.0
-  loop: str = 'while'
-  checkpoints: int = 8
-  save_residuals: bool = False
-  compact_rows: Optional[int] = None
+  loop: loops.LoopConfig | str = loops.LoopConfig()
   kernel_init: Initializer = _common.default_kernel_init
   recurrent_init: Initializer = _common.default_recurrent_init
   param_dtype: Any = jnp.float32
@@ -241,10 +239,8 @@ class SREHN(CellModule):
         transform_bias=self.transform_bias, alpha_init=self.alpha_init,
         beta_init=self.beta_init, rate_bias=self.rate_bias,
         input_dropout=self.input_dropout, state_dropout=self.state_dropout,
-        loop=self.loop, checkpoints=self.checkpoints,
-        save_residuals=self.save_residuals, compact_rows=self.compact_rows,
-        kernel_init=self.kernel_init, recurrent_init=self.recurrent_init,
-        param_dtype=self.param_dtype)
+        loop=self.loop, kernel_init=self.kernel_init,
+        recurrent_init=self.recurrent_init, param_dtype=self.param_dtype)
 
   @nn.nowrap
   def make_cell(self) -> Cell:
@@ -355,10 +351,7 @@ class ACT(CellModule):
   epsilon: float = 0.01
   halting_bias: float = 1.0
   halt_features: Optional[Callable[[Any, jax.Array], jax.Array]] = None
-  loop: str = 'while'
-  checkpoints: int = 8
-  save_residuals: bool = False
-  compact_rows: Optional[int] = None
+  loop: loops.LoopConfig | str = loops.LoopConfig()
   kernel_init: Initializer = _common.default_kernel_init
   param_dtype: Any = None
 
@@ -368,8 +361,7 @@ class ACT(CellModule):
         inner, self.output_size, max_steps=self.max_steps,
         epsilon=self.epsilon, halting_bias=self.halting_bias,
         halt_features=self.halt_features, loop=self.loop,
-        checkpoints=self.checkpoints, save_residuals=self.save_residuals,
-        compact_rows=self.compact_rows, kernel_init=self.kernel_init,
+        kernel_init=self.kernel_init,
         param_dtype=self.param_dtype)
 
   @nn.nowrap

@@ -11,7 +11,9 @@ pass took and whose saved state never exceeds ``checkpoints`` slots, whatever
 same signature, kept as the reference the tests compare against.
 :func:`halting_loop` drives a batch of rows that halt one by one on top of
 either (the loop ACT's pondering and EI-REHN's elastic depth share), with an
-optional compaction of the rows that still run.
+optional compaction of the rows that still run, configured by one
+:class:`LoopConfig` that ACT, the elastic cells, their Flax modules and the
+binaries pass along as a single value.
 
 The first two take the loop as two pure functions::
 
@@ -25,6 +27,7 @@ that ``body_fun`` closes over (an input frame ``x_t`` inside a time
 and get gradients too, but passing differentiable values explicitly is clearer.
 """
 
+import dataclasses
 import functools
 from typing import Any, Callable, NamedTuple, Optional
 
@@ -36,6 +39,55 @@ import numpy as np
 from vcrnn_jax.core import check_positive_int
 
 PyTree = Any
+
+
+@dataclasses.dataclass(frozen=True)
+class LoopConfig:
+  """How :func:`halting_loop` runs: the same maths at a different cost.
+
+  Every field changes time or memory only; values and gradients agree up to
+  float rounding (the tests compare each setting against ``kind='scan'``).
+
+  Attributes:
+    kind: ``'while'``: :func:`bounded_while_loop`, whose time and memory
+      follow the steps taken, forward and backward. ``'scan'``: the
+      :func:`masked_scan_loop` reference over ``max_steps``.
+    checkpoints: the carries the ``'while'`` loop saves for its backward
+      pass (memory is independent of ``max_steps``).
+    save_residuals: with ``'while'``, also save each saved step's ``jax.vjp``
+      residuals, so the backward pass transposes without re-running steps.
+      Pays for matmul-bound bodies (large hidden size, small batch).
+    compact_rows: with ``'while'`` and a 1-D batch, the smallest batch the
+      still-running rows are gathered into as rows halt; None: never
+      compact. Pays when a few rows run far longer than the rest.
+
+  ``LoopConfig('scan')`` and the string ``'scan'`` are the same setting
+  wherever a ``loop`` argument is taken (:func:`as_loop_config`).
+  """
+  kind: str = 'while'
+  checkpoints: int = 8
+  save_residuals: bool = False
+  compact_rows: Optional[int] = None
+
+  def __post_init__(self):
+    if self.kind not in ('while', 'scan'):
+      raise ValueError(f"loop must be 'while' or 'scan', got {self.kind!r}.")
+    check_positive_int('checkpoints', self.checkpoints)
+    if not isinstance(self.save_residuals, (bool, np.bool_)):
+      raise ValueError(
+          f'save_residuals must be a bool, got {self.save_residuals!r}.')
+    if self.compact_rows is not None:
+      check_positive_int('compact_rows', self.compact_rows)
+
+
+def as_loop_config(loop: Any) -> LoopConfig:
+  """``loop`` as a :class:`LoopConfig`; a string is its ``kind``."""
+  if isinstance(loop, LoopConfig):
+    return loop
+  if isinstance(loop, str):
+    return LoopConfig(kind=loop)
+  raise ValueError(
+      f"loop must be a LoopConfig, 'while' or 'scan', got {loop!r}.")
 
 _tree_flatten = jax.tree_util.tree_flatten
 _tree_leaves = jax.tree_util.tree_leaves
@@ -241,22 +293,19 @@ def halting_loop(
     running: jax.Array,
     *,
     max_steps: int,
-    loop: str = 'while',
-    checkpoints: int = 8,
-    save_residuals: bool = False,
-    compact_rows: Optional[int] = None,
+    loop: LoopConfig | str = LoopConfig(),
 ) -> tuple[PyTree, jax.Array]:
   """Steps a batch of rows until every row has halted: ACT pondering, EI-REHN depth.
 
   Runs ``rows, running = body_fun(params, inputs, rows, running, n)`` for
   ``n = 0, 1, ...`` while any row is running and ``n < max_steps``.
 
-  The paper-specific maths lives in ``body_fun``; this driver owns the loop:
-  ``loop='while'`` runs :func:`bounded_while_loop` (time and memory follow the
-  steps taken; reverse-mode gradients), ``loop='scan'`` the
-  :func:`masked_scan_loop` reference over ``max_steps``.
+  The paper-specific maths lives in ``body_fun``; this driver owns the loop
+  (:class:`LoopConfig`): ``kind='while'`` runs :func:`bounded_while_loop`
+  (time and memory follow the steps taken; reverse-mode gradients),
+  ``kind='scan'`` the :func:`masked_scan_loop` reference over ``max_steps``.
 
-  Row compaction (``compact_rows``, ``loop='while'``, 1-D batch): the loop
+  Row compaction (``compact_rows``, ``kind='while'``, 1-D batch): the loop
   runs on the whole batch while more than half of its rows still run, then
   gathers the running rows (and their ``inputs``) into a batch of half the
   size and goes on there, halving again as rows halt, down to
@@ -278,17 +327,14 @@ def halting_loop(
     running: ``[batch]`` bool, the rows that start running (rows that start
       halted take no step).
     max_steps: the most steps.
-    loop: ``'while'`` or ``'scan'``.
-    checkpoints, save_residuals: :func:`bounded_while_loop`'s.
-    compact_rows: the smallest stage batch, or None to never compact.
+    loop: a :class:`LoopConfig`, or its ``kind`` alone.
 
   Returns:
     ``(rows, num_steps)``: the final rows and the (int32 scalar) number of
     loop steps, the maximum over rows.
   """
   max_steps = check_positive_int('max_steps', max_steps)
-  if loop not in ('while', 'scan'):
-    raise ValueError(f"loop must be 'while' or 'scan', got {loop!r}.")
+  loop = as_loop_config(loop)
 
   def body(args, c: HaltingCarry) -> HaltingCarry:
     params, inputs = args
@@ -298,7 +344,7 @@ def halting_loop(
     return HaltingCarry(rows, running & (c.n + 1 < max_steps), c.n + 1)
 
   carry = HaltingCarry(rows, running, jnp.zeros((), jnp.int32))
-  if loop == 'scan':
+  if loop.kind == 'scan':
     final, _ = masked_scan_loop(lambda c: jnp.any(c.running), body,
                                 (params, inputs), carry, max_steps=max_steps)
     return final.rows, final.n
@@ -312,7 +358,7 @@ def halting_loop(
 
     carry, _ = bounded_while_loop(
         cond, body, (params, inputs), carry, max_steps=max_steps,
-        checkpoints=checkpoints, save_residuals=save_residuals)
+        checkpoints=loop.checkpoints, save_residuals=loop.save_residuals)
     if len(sizes) == 1:
       return carry
 
@@ -334,7 +380,7 @@ def halting_loop(
     return lax.cond(jnp.any(carry.running), on_fewer_rows,
                     lambda carry: carry, carry)
 
-  final = stages(inputs, carry, stage_sizes(running.shape, compact_rows))
+  final = stages(inputs, carry, stage_sizes(running.shape, loop.compact_rows))
   return final.rows, final.n
 
 

@@ -30,6 +30,7 @@ References:
   2017. arXiv:1607.03474.
 """
 
+import functools
 import math
 from typing import Any, Callable, NamedTuple, Optional
 
@@ -71,16 +72,6 @@ def _check_float(name: str, value: Any) -> float:
       not math.isfinite(value)):
     raise ValueError(f'{name} must be a finite float, got {value!r}.')
   return float(value)
-
-
-def _check_loop(loop: str, checkpoints: Any,
-                compact_rows: Any) -> tuple[int, Optional[int]]:
-  if loop not in ('while', 'scan'):
-    raise ValueError(f"loop must be 'while' or 'scan', got {loop!r}.")
-  checkpoints = check_positive_int('checkpoints', checkpoints)
-  if compact_rows is not None:
-    compact_rows = check_positive_int('compact_rows', compact_rows)
-  return checkpoints, compact_rows
 
 
 def _dropout_masks(context: Context, batch: int, input_size: int,
@@ -445,26 +436,9 @@ _LayerFn = Callable[[Any, jax.Array, jax.Array, Any],
                     tuple[jax.Array, jax.Array, Any]]
 
 
-def _elastic_cell(name: str, hidden_size: int, max_depth: int, *,
-                  init_extra: Callable[[jax.Array, int], dict],
-                  prepare: Callable[[Any, int], tuple[Any, Any]],
-                  layer: _LayerFn, transform_bias: float, alpha_init: float,
-                  beta_init: float, rate_bias: float, input_dropout: float,
-                  state_dropout: float, loop: str, checkpoints: int,
-                  save_residuals: bool, compact_rows: Optional[int],
-                  kernel_init, recurrent_init, param_dtype) -> Cell:
-  """The elastic-depth driver of :func:`srehn` and :func:`ei_rehn`.
-
-  ``init_extra(key, input_size)`` adds params beside the shared ones;
-  ``prepare(params, batch) -> (shared, extra_rows)`` gives the loop's
-  ``layer`` its (loop-invariant) weights and the initial per-row extras.
-  """
-  hidden_size = check_positive_int('hidden_size', hidden_size)
-  max_depth = check_positive_int('max_depth', max_depth)
-  checkpoints, compact_rows = _check_loop(loop, checkpoints, compact_rows)
-  if not isinstance(save_residuals, bool):
-    raise ValueError(
-        f'save_residuals must be a bool, got {save_residuals!r}.')
+def _check_elastic(transform_bias, rate_bias, alpha_init, beta_init,
+                   input_dropout, state_dropout) -> tuple[float, ...]:
+  """The elastic cells' float settings, checked, in the order given."""
   transform_bias = _check_float('transform_bias', transform_bias)
   rate_bias = _check_float('rate_bias', rate_bias)
   alpha_init = _check_float('alpha_init', alpha_init)
@@ -475,58 +449,109 @@ def _elastic_cell(name: str, hidden_size: int, max_depth: int, *,
   if not 0.0 < beta_init < 1.0:
     raise ValueError(f'beta_init must be in (0, 1) (beta = sigm(beta_hat) '
                      f'of Eq. 12), got {beta_init!r}.')
-  input_dropout = _check_rate('input_dropout', input_dropout)
-  state_dropout = _check_rate('state_dropout', state_dropout)
-  d = hidden_size
+  return (transform_bias, rate_bias, alpha_init, beta_init,
+          _check_rate('input_dropout', input_dropout),
+          _check_rate('state_dropout', state_dropout))
+
+
+def _elastic_params(keys, input_size: int, d: int, *, transform_bias: float,
+                    rate_bias: float, alpha_init: float, beta_init: float,
+                    kernel_init, recurrent_init, param_dtype) -> dict:
+  """The params the elastic cells share (one RHN layer and the gate's)."""
+  k_in, k_rec, k_ax, k_ah = keys
+  full = lambda v: jnp.full((d,), v, param_dtype)
+  return {
+      'input_kernel': _common.stacked_init(kernel_init, k_in, input_size,
+                                           d, 2, param_dtype),
+      'recurrent_kernel': _common.stacked_recurrent_init(
+          recurrent_init, k_rec, d, 2, param_dtype),
+      'bias': _gate_biases(d, (0.0, transform_bias), param_dtype),
+      'elastic': {
+          'input_kernel': _common.initialize(kernel_init, k_ax,
+                                             (input_size, d), param_dtype),
+          'recurrent_kernel': _common.initialize(recurrent_init, k_ah,
+                                                 (d, d), param_dtype),
+          'bias': full(rate_bias),
+          # Inverse of Eq. 13 and 12 at the initial alpha and beta.
+          'alpha_hat': full(alpha_init + math.log(-math.expm1(-alpha_init))),
+          'beta_hat': full(math.log(beta_init / (1.0 - beta_init))),
+      },
+  }
+
+
+def _elastic_gate(elastic: dict, x: jax.Array, h_prev: jax.Array, dtype):
+  """The depth gate's constants and ``alpha_t`` (Eq. 12-14) of one step."""
+  # The gate is decided in at least float32, so that a 16-bit cell's
+  # depth is not set by rounding.
+  gate_dtype = jnp.promote_types(dtype, jnp.float32)
+  gate = _gate_constants(
+      jax.nn.softplus(elastic['alpha_hat'].astype(gate_dtype)),     # (13)
+      elastic['beta_hat'].astype(gate_dtype))
+  alpha_t = jax.nn.sigmoid(
+      (x @ elastic['input_kernel'] + h_prev @ elastic['recurrent_kernel']
+       + elastic['bias']).astype(gate_dtype))                       # (14)
+  return gate, alpha_t
+
+
+def _elastic_step(layer: _LayerFn, shared, inputs: _Inputs, rows: _Rows,
+                  running, n):
+  """Micro-layer ``r = n + 1`` of every row (Eq. 9-10, Algorithm 1)."""
+  weights, gate = shared
+  r = n + 1
+  hm = _drop(rows.h, inputs.mask_h)
+  u = jnp.where(n == 0, inputs.u, jnp.zeros_like(inputs.u))  # I_{r=1}
+  s, g_hat, extra = layer(weights, hm, u, rows.extra)  # (16)/(22)
+  g = _gate(gate, inputs.alpha_t, r).astype(s.dtype) * g_hat       # (10)
+  # Algorithm 1: the first r with ||g_t^r||_1 = 0 ends the row without
+  # updating h (g >= 0, so the norm is positive iff some unit is).
+  update = running & jnp.any(g > 0, axis=-1)
+  h = g * s + (1 - g) * rows.h                                      # (9)
+  keep = lambda new, old: jnp.where(
+      update.reshape(update.shape + (1,) * (new.ndim - 1)), new, old)
+  rows = _Rows(h=keep(h, rows.h),
+               extra=jax.tree_util.tree_map(keep, extra, rows.extra),
+               depth=rows.depth + update.astype(jnp.int32))
+  # Stop before a micro-layer whose gate is zero in every unit: no step is
+  # spent finding out (d decreases in r, so no later one would open).
+  opens = _exponent(gate, inputs.alpha_t, r + 1) < gate.q_open
+  return rows, update & jnp.any(opens, axis=-1)
+
+
+def _elastic_cell(name: str, hidden_size: int, max_depth: int, *,
+                  init_extra: Callable[[jax.Array, int], dict],
+                  prepare: Callable[[Any, int], tuple[Any, Any]],
+                  layer: _LayerFn, transform_bias: float, alpha_init: float,
+                  beta_init: float, rate_bias: float, input_dropout: float,
+                  state_dropout: float, loop: loops.LoopConfig | str,
+                  kernel_init, recurrent_init, param_dtype) -> Cell:
+  """The elastic-depth driver of :func:`srehn` and :func:`ei_rehn`.
+
+  ``init_extra(key, input_size)`` adds params beside the shared ones;
+  ``prepare(params, batch) -> (shared, extra_rows)`` gives the loop's
+  ``layer`` its (loop-invariant) weights and the initial per-row extras.
+  """
+  d = hidden_size = check_positive_int('hidden_size', hidden_size)
+  max_depth = check_positive_int('max_depth', max_depth)
+  loop = loops.as_loop_config(loop)
+  (transform_bias, rate_bias, alpha_init, beta_init, input_dropout,
+   state_dropout) = _check_elastic(transform_bias, rate_bias, alpha_init,
+                                   beta_init, input_dropout, state_dropout)
+  step = functools.partial(_elastic_step, layer)
 
   def init(key, input_size):
     input_size = _common.check_input_size(input_size)
     k_in, k_rec, k_ax, k_ah, k_extra = jax.random.split(key, 5)
-    full = lambda v: jnp.full((d,), v, param_dtype)
-    params = {
-        'input_kernel': _common.stacked_init(kernel_init, k_in, input_size,
-                                             d, 2, param_dtype),
-        'recurrent_kernel': _common.stacked_recurrent_init(
-            recurrent_init, k_rec, d, 2, param_dtype),
-        'bias': _gate_biases(d, (0.0, transform_bias), param_dtype),
-        'elastic': {
-            'input_kernel': _common.initialize(kernel_init, k_ax,
-                                               (input_size, d), param_dtype),
-            'recurrent_kernel': _common.initialize(recurrent_init, k_ah,
-                                                   (d, d), param_dtype),
-            'bias': full(rate_bias),
-            # Inverse of Eq. 13 and 12 at the initial alpha and beta.
-            'alpha_hat': full(alpha_init + math.log(-math.expm1(-alpha_init))),
-            'beta_hat': full(math.log(beta_init / (1.0 - beta_init))),
-        },
-    }
+    params = _elastic_params(
+        (k_in, k_rec, k_ax, k_ah), input_size, d,
+        transform_bias=transform_bias, rate_bias=rate_bias,
+        alpha_init=alpha_init, beta_init=beta_init, kernel_init=kernel_init,
+        recurrent_init=recurrent_init, param_dtype=param_dtype)
     params.update(init_extra(k_extra, input_size))
     return params
 
   def initial_state(batch_size):
     batch_size = _common.check_batch_size(batch_size)
     return RHNState(h=jnp.zeros((batch_size, d), param_dtype))
-
-  def body(shared, inputs: _Inputs, rows: _Rows, running, n):
-    weights, gate = shared
-    r = n + 1
-    hm = _drop(rows.h, inputs.mask_h)
-    u = jnp.where(n == 0, inputs.u, jnp.zeros_like(inputs.u))  # I_{r=1}
-    s, g_hat, extra = layer(weights, hm, u, rows.extra)  # (16)/(22)
-    g = _gate(gate, inputs.alpha_t, r).astype(s.dtype) * g_hat     # (10)
-    # Algorithm 1: the first r with ||g_t^r||_1 = 0 ends the row without
-    # updating h (g >= 0, so the norm is positive iff some unit is).
-    update = running & jnp.any(g > 0, axis=-1)
-    h = g * s + (1 - g) * rows.h                                    # (9)
-    keep = lambda new, old: jnp.where(
-        update.reshape(update.shape + (1,) * (new.ndim - 1)), new, old)
-    rows = _Rows(h=keep(h, rows.h),
-                 extra=jax.tree_util.tree_map(keep, extra, rows.extra),
-                 depth=rows.depth + update.astype(jnp.int32))
-    # Stop before a micro-layer whose gate is zero in every unit: no step is
-    # spent finding out (d decreases in r, so no later one would open).
-    opens = _exponent(gate, inputs.alpha_t, r + 1) < gate.q_open
-    return rows, update & jnp.any(opens, axis=-1)
 
   def apply(params, state, x, context=None):
     context = as_context(context)
@@ -537,17 +562,8 @@ def _elastic_cell(name: str, hidden_size: int, max_depth: int, *,
     mask_x, mask_h = _dropout_masks(context, batch, x.shape[1], d,
                                     input_dropout, state_dropout, dtype)
     x = _drop(x, mask_x)
-    h_prev = _drop(state.h, mask_h)
-    elastic = params['elastic']
-    # The gate is decided in at least float32, so that a 16-bit cell's
-    # depth is not set by rounding.
-    gate_dtype = jnp.promote_types(dtype, jnp.float32)
-    gate = _gate_constants(
-        jax.nn.softplus(elastic['alpha_hat'].astype(gate_dtype)),   # (13)
-        elastic['beta_hat'].astype(gate_dtype))
-    alpha_t = jax.nn.sigmoid(
-        (x @ elastic['input_kernel'] + h_prev @ elastic['recurrent_kernel']
-         + elastic['bias']).astype(gate_dtype))                     # (14)
+    gate, alpha_t = _elastic_gate(params['elastic'], x,
+                                  _drop(state.h, mask_h), dtype)
     active = (jnp.ones((batch,), bool) if context.active is None
               else jnp.broadcast_to(jnp.asarray(context.active, bool),
                                     (batch,)))
@@ -559,10 +575,8 @@ def _elastic_cell(name: str, hidden_size: int, max_depth: int, *,
     rows = _Rows(h=state.h, extra=extra,
                  depth=jnp.zeros((batch,), jnp.int32))
     inputs = _Inputs(u=x @ w_in, alpha_t=alpha_t, mask_h=mask_h)
-    final, _ = loops.halting_loop(
-        body, (weights, gate), inputs, rows, running,
-        max_steps=max_depth, loop=loop, checkpoints=checkpoints,
-        save_residuals=save_residuals, compact_rows=compact_rows)
+    final, _ = loops.halting_loop(step, (weights, gate), inputs, rows,
+                                  running, max_steps=max_depth, loop=loop)
     return RHNState(h=final.h), REHNOutput(output=final.h, depth=final.depth)
 
   return Cell(init, initial_state, apply)
@@ -582,10 +596,7 @@ def srehn(
     rate_bias: float = -3.0,
     input_dropout: float = 0.0,
     state_dropout: float = 0.0,
-    loop: str = 'while',
-    checkpoints: int = 8,
-    save_residuals: bool = False,
-    compact_rows: Optional[int] = None,
+    loop: loops.LoopConfig | str = loops.LoopConfig(),
     kernel_init: _common.Initializer = _common.default_kernel_init,
     recurrent_init: _common.Initializer = _common.default_recurrent_init,
     param_dtype: Any = jnp.float32,
@@ -656,13 +667,11 @@ def srehn(
       initialisation.
     input_dropout: dropout rate on ``x_t``.
     state_dropout: dropout rate on the state.
-    loop: ``'while'`` (cost follows the realized depth) or ``'scan'``.
-    checkpoints: carries the ``'while'`` loop saves for its backward pass
-      (:func:`vcrnn_jax.loops.bounded_while_loop`).
-    save_residuals: also save each saved step's residuals (see
-      :func:`vcrnn_jax.act.adaptive`).
-    compact_rows: the smallest batch the deep tail is compacted to, or None
-      (see :func:`vcrnn_jax.loops.halting_loop`).
+    loop: how the depth loop runs, a :class:`vcrnn_jax.loops.LoopConfig`
+      (or its ``kind``): ``'while'`` costs the realized depth, ``'scan'`` is
+      the masked scan over ``max_depth``; its ``compact_rows`` gathers the
+      rows of the deep tail into halving batches. Same values and gradients
+      up to float rounding.
     kernel_init: initialiser of the input kernels.
     recurrent_init: initialiser of each square recurrent block.
     param_dtype: dtype of the params and of the computation (the elastic
@@ -702,9 +711,28 @@ def srehn(
       prepare=prepare, layer=layer, transform_bias=transform_bias,
       alpha_init=alpha_init, beta_init=beta_init, rate_bias=rate_bias,
       input_dropout=input_dropout, state_dropout=state_dropout, loop=loop,
-      checkpoints=checkpoints, save_residuals=save_residuals,
-      compact_rows=compact_rows, kernel_init=kernel_init,
+      kernel_init=kernel_init,
       recurrent_init=recurrent_init, param_dtype=param_dtype)
+
+
+def _hyper_params(key, hidden: int, hyper_size: int, kernel_init,
+                  recurrent_init, hyper_init, param_dtype) -> dict:
+  """EI-REHN's hypernetwork params (Eq. 17-21; listed in :func:`ei_rehn`)."""
+  ks = jax.random.split(key, 5)
+  init = lambda i, f, shape: _common.initialize(f, ks[i], shape, param_dtype)
+  zeros = lambda n: jnp.zeros((n,), param_dtype)
+  return {
+      'residual_kernel': init(0, kernel_init, (hidden, hyper_size)),
+      'gate_kernel': init(1, kernel_init, (hidden, hyper_size)),
+      'recurrent_kernel': init(2, recurrent_init, (hyper_size, hyper_size)),
+      'bias': zeros(hyper_size),
+      'delta_kernel': init(3, hyper_init, (hyper_size, 2 * hidden)),
+      'update_gate_kernel': init(4, hyper_init, (hyper_size, 2 * hidden)),
+      'update_gate_bias': zeros(2 * hidden),
+      'initial_residual': zeros(hidden),
+      'initial_gate': zeros(hidden),
+      'initial_state': zeros(hyper_size),
+  }
 
 
 def ei_rehn(
@@ -718,10 +746,7 @@ def ei_rehn(
     rate_bias: float = -3.0,
     input_dropout: float = 0.0,
     state_dropout: float = 0.0,
-    loop: str = 'while',
-    checkpoints: int = 8,
-    save_residuals: bool = False,
-    compact_rows: Optional[int] = None,
+    loop: loops.LoopConfig | str = loops.LoopConfig(),
     kernel_init: _common.Initializer = _common.default_kernel_init,
     recurrent_init: _common.Initializer = _common.default_recurrent_init,
     hyper_init: _common.Initializer = jax.nn.initializers.normal(0.01),
@@ -824,22 +849,8 @@ def ei_rehn(
 
   def init_extra(key, input_size):
     del input_size  # The hypernetwork reads s and g only.
-    ks = jax.random.split(key, 5)
-    init = lambda i, f, shape: _common.initialize(f, ks[i], shape,
-                                                  param_dtype)
-    zeros = lambda n: jnp.zeros((n,), param_dtype)
-    return {'hyper': {
-        'residual_kernel': init(0, kernel_init, (hidden, hyper_size)),
-        'gate_kernel': init(1, kernel_init, (hidden, hyper_size)),
-        'recurrent_kernel': init(2, recurrent_init, (hyper_size, hyper_size)),
-        'bias': zeros(hyper_size),
-        'delta_kernel': init(3, hyper_init, (hyper_size, 2 * hidden)),
-        'update_gate_kernel': init(4, hyper_init, (hyper_size, 2 * hidden)),
-        'update_gate_bias': zeros(2 * hidden),
-        'initial_residual': zeros(hidden),
-        'initial_gate': zeros(hidden),
-        'initial_state': zeros(hyper_size),
-    }}
+    return {'hyper': _hyper_params(key, hidden, hyper_size, kernel_init,
+                                   recurrent_init, hyper_init, param_dtype)}
 
   def prepare(params, batch):
     hp = params['hyper']
@@ -883,6 +894,5 @@ def ei_rehn(
       prepare=prepare, layer=layer, transform_bias=transform_bias,
       alpha_init=alpha_init, beta_init=beta_init, rate_bias=rate_bias,
       input_dropout=input_dropout, state_dropout=state_dropout, loop=loop,
-      checkpoints=checkpoints, save_residuals=save_residuals,
-      compact_rows=compact_rows, kernel_init=kernel_init,
+      kernel_init=kernel_init,
       recurrent_init=recurrent_init, param_dtype=param_dtype)

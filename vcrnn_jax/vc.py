@@ -365,6 +365,58 @@ def _init_scheduler(key, input_size, hidden_size, scheduler_init,
   return params
 
 
+def _vc_cell(name: str, hidden_size: int, state_type, init_weights,
+             prepare, update, soft_update, *, sharpness, epsilon,
+             scheduler_bias, scheduler_init, hard, block_sizes, batch_groups,
+             kernel_init, param_dtype) -> Cell:
+  """The variable-computation driver of :func:`vcrnn` and :func:`vcgru`.
+
+  It owns what the two share: the scheduler (Eq. 7), the soft mask and the
+  masked inputs (Eq. 11-12), the carried dimensions, and the hard path
+  (:func:`_hard_apply`). Each cell gives its own equations:
+
+  * ``init_weights(key) -> (weights, scheduler_key)``;
+  * ``prepare`` and ``update``: the hard path's (:func:`_hard_apply`);
+  * ``soft_update(params, e, h_bar, x_bar, h) -> h_t``: the soft update
+    from the masked state and input (Eq. 13; Eq. 14-16).
+  """
+  _, sharpness, sizes, batch_groups = _check_cell_args(
+      hidden_size, sharpness, epsilon, block_sizes, batch_groups)
+
+  def init(key, input_size):
+    input_size = _common.check_input_size(input_size)
+    params, k_scheduler = init_weights(key)
+    params.update(_init_scheduler(k_scheduler, input_size, hidden_size,
+                                  scheduler_init, scheduler_bias,
+                                  kernel_init, param_dtype))
+    return params
+
+  def initial_state(batch_size):
+    batch_size = _common.check_batch_size(batch_size)
+    return state_type(h=jnp.zeros((batch_size, hidden_size), param_dtype))
+
+  def apply(params, state, x, context=None):
+    context = as_context(context)
+    dtype = params['input_kernel'].dtype
+    x = check_apply_args(name, params['scheduler']['input_kernel'].shape[0],
+                         state, x, dtype, width=hidden_size)
+    h = state.h
+    m = _scheduler(params, h, x)                                      # (7)
+    if hard:
+      h_new, dims = _hard_apply(prepare, update, sizes, batch_groups, params,
+                                h, x, m, context)
+      return state_type(h=h_new), VCOutput(output=h_new, m=m, dims=dims)
+    lam = _sharpness_at(sharpness, context, name)
+    e = soft_mask(m, hidden_size, lam, epsilon)                      # (11)
+    dims = jnp.sum(e > 0, axis=-1, dtype=jnp.int32)
+    e = e.astype(dtype)
+    h_bar, x_bar = e * h, e * _projected(params, x)                  # (12)
+    h_new = _keep_or_update(e, soft_update(params, e, h_bar, x_bar, h), h)
+    return state_type(h=h_new), VCOutput(output=h_new, m=m, dims=dims)
+
+  return Cell(init, initial_state, apply)
+
+
 _CELL_ARGS_DOC = r"""
   Args:
     hidden_size: ``D``.
@@ -495,28 +547,19 @@ def vcrnn(
     Jernite et al., Variable Computation in Recurrent Neural Networks, ICLR
     2017, Sec. 4 and Appendix A.
   """
-  hidden_size, sharpness, sizes, batch_groups = _check_cell_args(
-      hidden_size, sharpness, epsilon, block_sizes, batch_groups)
+  hidden_size = check_positive_int('hidden_size', hidden_size)
+  sizes = _block_sizes(hidden_size, block_sizes)
 
-  def init(key, input_size):
-    input_size = _common.check_input_size(input_size)
+  def init_weights(key):
     k1, k2, k3, k4 = jax.random.split(key, 4)
-    params = {
+    return {
         'input_kernel': _common.initialize(
             kernel_init, k1, (hidden_size, hidden_size), param_dtype),
         'recurrent_kernel': _common.initialize(
             recurrent_init, k2, (hidden_size, hidden_size), param_dtype),
         'bias': _common.initialize(
             bias_init, k3, (hidden_size,), param_dtype),
-    }
-    params.update(_init_scheduler(k4, input_size, hidden_size,
-                                  scheduler_init, scheduler_bias,
-                                  kernel_init, param_dtype))
-    return params
-
-  def initial_state(batch_size):
-    batch_size = _common.check_batch_size(batch_size)
-    return ElmanState(h=jnp.zeros((batch_size, hidden_size), param_dtype))
+    }, k4
 
   def prepare(params):
     return _shells([params['input_kernel'], params['recurrent_kernel']],
@@ -527,28 +570,17 @@ def vcrnn(
     return jnp.tanh(_shell_matmul(shells, [x_s, h_s], k, sizes)
                     + bias[:h_s.shape[-1]])                            # (3)
 
-  def apply(params, state, x, context=None):
-    context = as_context(context)
-    dtype = params['input_kernel'].dtype
-    x = check_apply_args('vcrnn', params['scheduler']['input_kernel'].shape[0],
-                         state, x, dtype, width=hidden_size)
-    h = state.h
-    m = _scheduler(params, h, x)                                      # (7)
-    if hard:
-      h_new, dims = _hard_apply(prepare, update, sizes, batch_groups, params,
-                                h, x, m, context)
-      return ElmanState(h=h_new), VCOutput(output=h_new, m=m, dims=dims)
-    lam = _sharpness_at(sharpness, context, 'vcrnn')
-    e = soft_mask(m, hidden_size, lam, epsilon)                      # (11)
-    dims = jnp.sum(e > 0, axis=-1, dtype=jnp.int32)
-    e = e.astype(dtype)
-    h_bar, x_bar = e * h, e * _projected(params, x)                  # (12)
+  def soft_update(params, e, h_bar, x_bar, h):
     g = jnp.tanh(x_bar @ params['input_kernel']
                  + h_bar @ params['recurrent_kernel'] + params['bias'])
-    h_new = _keep_or_update(e, e * g + (1.0 - e) * h, h)             # (13)
-    return ElmanState(h=h_new), VCOutput(output=h_new, m=m, dims=dims)
+    return e * g + (1.0 - e) * h                                     # (13)
 
-  return Cell(init, initial_state, apply)
+  return _vc_cell(
+      'vcrnn', hidden_size, ElmanState, init_weights, prepare, update,
+      soft_update, sharpness=sharpness, epsilon=epsilon,
+      scheduler_bias=scheduler_bias, scheduler_init=scheduler_init,
+      hard=hard, block_sizes=sizes, batch_groups=batch_groups,
+      kernel_init=kernel_init, param_dtype=param_dtype)
 
 
 vcrnn.__doc__ = _vc_docstring(vcrnn.__doc__)
@@ -626,14 +658,12 @@ def vcgru(
     Jernite et al., Variable Computation in Recurrent Neural Networks, ICLR
     2017, Appendix A.
   """
-  hidden_size, sharpness, sizes, batch_groups = _check_cell_args(
-      hidden_size, sharpness, epsilon, block_sizes, batch_groups)
-  n = hidden_size
+  n = hidden_size = check_positive_int('hidden_size', hidden_size)
+  sizes = _block_sizes(hidden_size, block_sizes)
 
-  def init(key, input_size):
-    input_size = _common.check_input_size(input_size)
+  def init_weights(key):
     k1, k2, k3, k4, k5 = jax.random.split(key, 5)
-    params = {
+    return {
         'input_kernel': _common.stacked_init(
             kernel_init, k1, n, n, 3, param_dtype),
         'recurrent_gates_kernel': _common.stacked_recurrent_init(
@@ -641,14 +671,7 @@ def vcgru(
         'recurrent_kernel': _common.initialize(
             recurrent_init, k3, (n, n), param_dtype),
         'bias': _common.initialize(bias_init, k4, (3 * n,), param_dtype),
-    }
-    params.update(_init_scheduler(k5, input_size, n, scheduler_init,
-                                  scheduler_bias, kernel_init, param_dtype))
-    return params
-
-  def initial_state(batch_size):
-    batch_size = _common.check_batch_size(batch_size)
-    return GRUState(h=jnp.zeros((batch_size, n), param_dtype))
+    }, k5
 
   def prepare(params):
     v, u = params['input_kernel'], params['recurrent_gates_kernel']
@@ -668,22 +691,7 @@ def vcgru(
                        + b[2 * n:2 * n + s])                            # (5)
     return z * h_tilde + (1.0 - z) * h_s                                # (6)
 
-  def apply(params, state, x, context=None):
-    context = as_context(context)
-    dtype = params['input_kernel'].dtype
-    x = check_apply_args('vcgru', params['scheduler']['input_kernel'].shape[0],
-                         state, x, dtype, width=n)
-    h = state.h
-    m = _scheduler(params, h, x)                                      # (7)
-    if hard:
-      h_new, dims = _hard_apply(prepare, update, sizes, batch_groups, params,
-                                h, x, m, context)
-      return GRUState(h=h_new), VCOutput(output=h_new, m=m, dims=dims)
-    lam = _sharpness_at(sharpness, context, 'vcgru')
-    e = soft_mask(m, n, lam, epsilon)                                # (11)
-    dims = jnp.sum(e > 0, axis=-1, dtype=jnp.int32)
-    e = e.astype(dtype)
-    h_bar, x_bar = e * h, e * _projected(params, x)                  # (12)
+  def soft_update(params, e, h_bar, x_bar, h):
     x_r, x_z, x_h = jnp.split(x_bar @ params['input_kernel']
                               + params['bias'], 3, axis=-1)
     g_r, g_z = jnp.split(h_bar @ params['recurrent_gates_kernel'], 2,
@@ -691,10 +699,14 @@ def vcgru(
     r = jax.nn.sigmoid(x_r + g_r)                                    # (14)
     z = e * jax.nn.sigmoid(x_z + g_z)                                # (14)
     h_tilde = jnp.tanh((r * h_bar) @ params['recurrent_kernel'] + x_h)  # (15)
-    h_new = _keep_or_update(e, z * h_tilde + (1.0 - z) * h, h)       # (16)
-    return GRUState(h=h_new), VCOutput(output=h_new, m=m, dims=dims)
+    return z * h_tilde + (1.0 - z) * h                               # (16)
 
-  return Cell(init, initial_state, apply)
+  return _vc_cell(
+      'vcgru', hidden_size, GRUState, init_weights, prepare, update,
+      soft_update, sharpness=sharpness, epsilon=epsilon,
+      scheduler_bias=scheduler_bias, scheduler_init=scheduler_init,
+      hard=hard, block_sizes=sizes, batch_groups=batch_groups,
+      kernel_init=kernel_init, param_dtype=param_dtype)
 
 
 vcgru.__doc__ = _vc_docstring(vcgru.__doc__)

@@ -65,6 +65,7 @@ from typing import (Any, Callable, Iterable, Mapping, NamedTuple, Optional,
 
 import jax
 
+from vcrnn_jax import loops
 from vcrnn_jax import tasks
 from vcrnn_jax.analysis import sweep
 from vcrnn_jax.analysis.sweep import (DIVERGED_FILENAME, read_rows, run_key,
@@ -328,8 +329,10 @@ def model_config(config: SweepConfig, run: RunSpec) -> act_tasks.ModelConfig:
       cell=config.cell, hidden_size=config.hidden_size, act=run.act,
       tau=run.tau if run.act else 0.0, max_steps=config.max_steps,
       epsilon=config.epsilon, halting_bias=config.halting_bias,
-      loop=config.loop, compact_rows=config.compact_rows or None,
-      checkpoints=config.ponder_slots, save_residuals=config.save_residuals)
+      loop=loops.LoopConfig(
+          config.loop, checkpoints=config.ponder_slots,
+          save_residuals=config.save_residuals,
+          compact_rows=config.compact_rows or None))
 
 
 def train_config(config: SweepConfig, run: RunSpec, *,

@@ -14,12 +14,15 @@ import jax.numpy as jnp
 import numpy as np
 
 from vcrnn_jax import act as act_lib
-from vcrnn_jax import cells
+from vcrnn_jax import loops
+from vcrnn_jax import registry
 from vcrnn_jax.core import check_positive_int
 from vcrnn_jax.models import sequence_model
 from vcrnn_jax.training.train import Experiment
 
-CELLS = {'elman': cells.elman, 'gru': cells.gru, 'lstm': cells.lstm}
+# The cells the ACT paper wraps (its binaries' --cell choices); any name of
+# :mod:`vcrnn_jax.registry` builds.
+CELLS = registry.names('baseline')
 
 # The paper's model and task per synthetic task (ACT Sections 3.1-3.4) and our
 # training budget, in one place: the binaries' flag defaults and the sweep's
@@ -69,10 +72,7 @@ class ModelConfig(NamedTuple):
   max_steps: int = 100         # ACT Eq. 13 M
   epsilon: float = 0.01        # ACT Eq. 7
   halting_bias: float = 1.0    # initial b_h (Eq. 5)
-  loop: str = 'while'
-  compact_rows: Optional[int] = None   # act.adaptive's tail compaction
-  checkpoints: int = 8         # act.adaptive's backward-pass carry slots
-  save_residuals: bool = False  # act.adaptive: keep vjp residuals in them
+  loop: loops.LoopConfig = loops.LoopConfig()   # cost, not maths
 
 
 def step_mask(mask: jax.Array) -> jax.Array:
@@ -89,19 +89,15 @@ def step_mask(mask: jax.Array) -> jax.Array:
 
 def build_cell(model: ModelConfig, output_size: int):
   """The recurrent cell of ``model``: ACT around the inner cell, or the cell."""
-  if model.cell not in CELLS:
-    raise ValueError(f'cell must be one of {sorted(CELLS)}, got {model.cell!r}.')
-  check_positive_int('hidden_size', model.hidden_size)
   if not (model.tau >= 0):
     raise ValueError(f'tau must be a number >= 0, got {model.tau!r}.')
-  inner = CELLS[model.cell](model.hidden_size)
+  inner = registry.build_cell(model.cell, model.hidden_size)
   if not model.act:
     return inner
   return act_lib.adaptive(
       inner, output_size, max_steps=model.max_steps,
       epsilon=model.epsilon, halting_bias=model.halting_bias,
-      loop=model.loop, compact_rows=model.compact_rows,
-      checkpoints=model.checkpoints, save_residuals=model.save_residuals)
+      loop=model.loop)
 
 
 def build_model(task, model: ModelConfig):

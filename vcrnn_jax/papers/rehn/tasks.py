@@ -22,6 +22,8 @@ import jax
 import numpy as np
 
 from vcrnn_jax import cells
+from vcrnn_jax import loops
+from vcrnn_jax import registry
 from vcrnn_jax import rehn
 from vcrnn_jax.analysis import sweep
 from vcrnn_jax.core import Cell, check_positive_int
@@ -30,8 +32,10 @@ from vcrnn_jax.training import metric_writer
 from vcrnn_jax.training.train import (Experiment, TrainConfig, TrainResult,
                                       train_and_evaluate)
 
-CELL_NAMES = ('rnn', 'lstm', 'rhn', 'srhn', 'srehn', 'ei_rehn')
-ELASTIC = ('srehn', 'ei_rehn')
+# The paper's six cells, by the names its binaries' --cell takes: 'rnn' is the
+# paper's word for the Elman cell (the registry's alias of 'elman').
+CELL_NAMES = ('rnn', 'lstm') + registry.names('rhn', 'elastic')
+ELASTIC = registry.names('elastic')
 
 
 class ModelSpec(NamedTuple):
@@ -44,9 +48,7 @@ class ModelSpec(NamedTuple):
   transform_bias: Optional[float] = None   # None: the cell's default
   state_dropout: float = 0.0
   init_scale: Optional[float] = None   # U(-s, s) weights (Zilly et al.: 0.04)
-  loop: str = 'while'
-  ponder_slots: int = 8
-  compact_rows: Optional[int] = None
+  loop: loops.LoopConfig = loops.LoopConfig()   # srehn/ei_rehn: cost only
 
   @property
   def name(self) -> str:
@@ -71,10 +73,8 @@ def build_cell(spec: ModelSpec) -> Cell:
   if spec.cell not in CELL_NAMES:
     raise ValueError(f'cell must be one of {CELL_NAMES}, got {spec.cell!r}.')
   h = check_positive_int('hidden_size', spec.hidden_size)
-  if spec.cell == 'rnn':
-    return cells.elman(h)
-  if spec.cell == 'lstm':
-    return cells.lstm(h)
+  if spec.cell in ('rnn', 'lstm'):
+    return registry.build_cell(spec.cell, h)
   kwargs = {}
   if spec.transform_bias is not None:
     kwargs['transform_bias'] = spec.transform_bias
@@ -84,13 +84,12 @@ def build_cell(spec: ModelSpec) -> Cell:
     init = symmetric_uniform(spec.init_scale)
     kwargs.update(kernel_init=init, recurrent_init=init)
   if spec.cell in ('rhn', 'srhn'):
-    factory = rehn.rhn if spec.cell == 'rhn' else rehn.srhn
-    return factory(h, check_positive_int('depth', spec.depth), **kwargs)
-  loop = dict(loop=spec.loop, checkpoints=spec.ponder_slots,
-              compact_rows=spec.compact_rows)
-  if spec.cell == 'srehn':
-    return rehn.srehn(h, spec.max_depth, **kwargs, **loop)
-  return rehn.ei_rehn(h, hyper_size(spec), spec.max_depth, **kwargs, **loop)
+    return registry.build_cell(spec.cell, h, **kwargs, depth=check_positive_int(
+        'depth', spec.depth))
+  kwargs.update(max_depth=spec.max_depth, loop=spec.loop)
+  if spec.cell == 'ei_rehn':
+    kwargs['hyper_size'] = hyper_size(spec)
+  return registry.build_cell(spec.cell, h, **kwargs)
 
 
 def parameter_count(params: Any) -> int:

@@ -43,17 +43,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from vcrnn_jax import cells
+from vcrnn_jax import registry
 from vcrnn_jax import vc
 from vcrnn_jax.core import Cell, check_positive_int
 from vcrnn_jax.models import language_model
 from vcrnn_jax.training import lm
 
-CELL_NAMES = ('vcrnn', 'vcgru', 'elman', 'gru', 'lstm')
+# The paper's cells and its baselines (Table 3's rows).
+CELL_NAMES = registry.names('vc') + registry.names('baseline')
 # Initialisers of the input kernels, by the name a flag gives.
 KERNEL_INITS = {'lecun_normal': jax.nn.initializers.lecun_normal(),
                 'glorot_uniform': jax.nn.initializers.glorot_uniform()}
-VC_CELLS = ('vcrnn', 'vcgru')
+VC_CELLS = registry.names('vc')
 SETTINGS = ('learn', 'guide')
 
 
@@ -102,8 +103,9 @@ class ModelSpec(NamedTuple):
     return f'{self.cell.upper()}-{self.hidden_size}'
 
   @property
-  def variable(self) -> bool:
-    return self.cell in VC_CELLS
+  def has_scheduler(self) -> bool:
+    """Whether the cell is a VC one (its scheduler sets ``m_t``)."""
+    return registry.entry(self.cell).family == 'vc'
 
 
 def check_spec(spec: ModelSpec) -> ModelSpec:
@@ -145,20 +147,32 @@ def build_cell(spec: ModelSpec) -> Cell:
   """The recurrent cell of ``spec`` (the VC cells with :func:`sharpness`)."""
   check_spec(spec)
   d = spec.hidden_size
-  init = KERNEL_INITS[spec.kernel_init]
-  if spec.cell == 'vcrnn':
-    return vc.vcrnn(d, sharpness=sharpness(spec), epsilon=spec.epsilon,
-                    scheduler_bias=spec.scheduler_bias, kernel_init=init)
-  if spec.cell == 'vcgru':
-    return vc.vcgru(d, sharpness=sharpness(spec), epsilon=spec.epsilon,
-                    scheduler_bias=spec.scheduler_bias, kernel_init=init)
-  return {'elman': cells.elman, 'gru': cells.gru, 'lstm': cells.lstm}[
-      spec.cell](d, kernel_init=init)
+  options = {'kernel_init': KERNEL_INITS[spec.kernel_init]}
+  if spec.has_scheduler:
+    options.update(sharpness=sharpness(spec), epsilon=spec.epsilon,
+                   scheduler_bias=spec.scheduler_bias)
+  return registry.build_cell(spec.cell, d, **options)
 
 
 def elman_units(cell_name: str) -> float:
   """Table 3's cost of a cell of dimension ``d`` in units of ``d^2``."""
   return vc.rnn_equivalent_dim(cell_name, 1) ** 2
+
+
+def _penalty(spec: ModelSpec, bounds: Optional[jax.Array]):
+  r"""The loss term :math:`\Omega` of Eq. 10, weighted, as a regularizer."""
+
+  def regularizer(ys, inputs, step):
+    del step
+    if spec.boundary_target is None:
+      target = jnp.asarray(spec.target, ys.m.dtype)
+    else:
+      target = vc.guide_targets(jnp.isin(inputs, bounds), spec.target,
+                                spec.boundary_target, ys.m.dtype)
+    return spec.penalty_weight * vc.penalty(
+        ys.m, target, norm=spec.penalty_norm, symmetric=spec.symmetric)
+
+  return regularizer
 
 
 def lm_task(spec: ModelSpec, train_stream, valid_stream, vocab_size: int, *,
@@ -204,20 +218,11 @@ def lm_task(spec: ModelSpec, train_stream, valid_stream, vocab_size: int, *,
   bounds = (None if boundary_ids is None
             else jnp.asarray(np.asarray(list(boundary_ids), np.int32)))
 
-  regularizer = None
-  if spec.variable and spec.penalty_weight > 0:
-    def regularizer(ys, inputs, step):
-      del step
-      if spec.boundary_target is None:
-        target = jnp.asarray(spec.target, ys.m.dtype)
-      else:
-        target = vc.guide_targets(jnp.isin(inputs, bounds), spec.target,
-                                  spec.boundary_target, ys.m.dtype)
-      return spec.penalty_weight * vc.penalty(
-          ys.m, target, norm=spec.penalty_norm, symmetric=spec.symmetric)
+  regularizer = (_penalty(spec, bounds)
+                 if spec.has_scheduler and spec.penalty_weight > 0 else None)
 
   def statistics(ys, inputs):
-    if spec.variable:
+    if spec.has_scheduler:
       m = ys.m.astype(jnp.float32)
       dims = ys.dims.astype(jnp.float32)
     else:

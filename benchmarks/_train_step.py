@@ -1,0 +1,50 @@
+"""One jitted :func:`vcrnn_jax.training.train.train_step`, timed.
+
+The benchmarks time what the trainer runs: the library's own ``train_step``
+(``value_and_grad`` of the loss, the optax update, the step's metrics) on an
+:class:`~vcrnn_jax.training.train.Experiment` whose ``loss`` is the one under
+test, with Adam at 1e-3 (:func:`~vcrnn_jax.training.train.make_optimizer`).
+"""
+
+import statistics
+import time
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+
+from vcrnn_jax.training import train
+
+_CONFIG = train.TrainConfig(learning_rate=1e-3, optimizer='adam')
+
+
+def measure(params, loss: Callable, batch, repeats: int,
+            metric: str) -> tuple[float, object, float]:
+  """Median seconds of one train step, its compiled temp bytes, a metric.
+
+  Args:
+    params: the initial params.
+    loss: ``(params, batch) -> (scalar, {metric: value})``.
+    batch: the step's batch (the same one every repeat).
+    repeats: timed steps (after one untimed step that compiles).
+    metric: the name of the loss metric to return (its first step's value).
+  """
+  experiment = train.Experiment(
+      init=None, loss=lambda p, b, info: loss(p, b), sample=None,
+      evaluate=None)
+  tx = train.make_optimizer(_CONFIG)
+  state = train.TrainState(params, tx.init(params), jnp.zeros((), jnp.int32),
+                           jax.random.key_data(jax.random.key(0)))
+  key = jax.random.key(1)
+  step = jax.jit(train.train_step, static_argnums=(0, 1))
+  compiled = step.lower(experiment, tx, state, batch, key).compile()
+  mem = compiled.memory_analysis()
+  temp = getattr(mem, 'temp_size_in_bytes', None) if mem is not None else None
+  _, metrics = compiled(state, batch, key)
+  value = float(jax.block_until_ready(metrics[metric]))
+  times = []
+  for _ in range(repeats):
+    t0 = time.perf_counter()
+    jax.block_until_ready(compiled(state, batch, key))
+    times.append(time.perf_counter() - t0)
+  return statistics.median(times), temp, value
