@@ -145,17 +145,23 @@ def report_difficulty(task_name: str, task_kwargs: Mapping[str, Any], model,
   return rows
 
 
-def main(name: str, task_name: str, task_kwargs: Mapping[str, Any]):
-  """Trains ``tasks.get(task_name, **task_kwargs)`` with the flags' settings."""
+def main(name: str, task_name: str, task_kwargs: Mapping[str, Any],
+         processes: distributed.Processes):
+  """Trains ``tasks.get(task_name, **task_kwargs)`` with the flags' settings.
+
+  ``processes`` is the run's handle, what :func:`_common.run` passes to the
+  binary's ``main``.
+  """
   model = model_config()
   task = tasks.get(task_name, **task_kwargs)   # Bad task flags fail first.
   experiment = act_tasks.task_experiment(
       task, model, batch_size=FLAGS.batch_size,
       eval_batch_size=FLAGS.eval_batch_size, eval_batches=FLAGS.eval_batches)
   run_dir = workdir(name)
-  result = _common.train(experiment, train_config(name), run_dir)
+  result = _common.train(experiment, train_config(name), run_dir,
+                         processes=processes)
   # Process 0 alone reports (the others wait for it at the end of the run).
-  if FLAGS.difficulty_report and distributed.is_chief():
+  if FLAGS.difficulty_report and processes.is_chief():
     report_difficulty(task_name, task_kwargs, model, result.params,
                       run_dir / 'difficulty.csv')
   return result

@@ -47,22 +47,23 @@ def _error_prefix() -> str:
   return f'{_prog()}: error: '
 
 
-def fail(message: str, status: int = 2, *, everywhere: bool = False) -> None:
+def fail(message: str, status: int = 2, *, everywhere: bool = False,
+         processes: distributed.Processes) -> None:
   """Prints ``message`` as one line on stderr and exits with ``status``.
 
-  In a run of several processes the others stop too. With ``everywhere``
-  every process raised this same error at the same point (a check agreed on
-  by all of them), so each just exits. Otherwise this process tells the
-  others (:func:`distributed.abort_peers`, they print ``process I failed:
-  <message>`` and exit) and exits at once.
+  In a run of several processes (``processes``) the others stop too. With
+  ``everywhere`` every process raised this same error at the same point (a
+  check agreed on by all of them), so each just exits. Otherwise this
+  process tells the others (:meth:`distributed.Processes.abort_peers`, they
+  print ``process I failed: <message>`` and exit) and exits at once.
   """
   sys.stderr.write(f'{_error_prefix()}{message}\n')
   sys.stderr.flush()
-  if distributed.is_multiprocess():
+  if processes.is_multiprocess():
     if everywhere:
-      distributed.stop_watching()
+      processes.stop_watching()
     else:
-      distributed.abort_peers(message)
+      processes.abort_peers(message)
       distributed.exit_now(status)
   sys.exit(status)
 
@@ -71,7 +72,8 @@ def _parse(argv):
   try:
     return FLAGS(argv)
   except flags.Error as e:
-    fail(str(e).splitlines()[0])
+    # Before any process starts: this one alone.
+    fail(str(e).splitlines()[0], processes=distributed.LOCAL)
 
 
 def _os_error_line(e: OSError) -> str:
@@ -93,49 +95,56 @@ def run(main: Callable) -> None:
   Also starts the processes of a multi-process run (the flags of
   :mod:`vcrnn_jax.training.distributed`) before ``main``, so that every
   binary runs as N processes without code of its own, and makes an error in
-  one of them end all of them (non-zero status, one line each).
+  one of them end all of them (non-zero status, one line each). ``main``
+  receives the run's handle (:class:`distributed.Processes`) instead of
+  ``argv`` (positional arguments are refused), and passes it to
+  :func:`train`, :func:`write_results` and whatever else needs it.
   """
   # JAX logs at INFO that it found no TPU; the console is for the progress bar.
   logging.getLogger('jax._src.xla_bridge').setLevel(logging.WARNING)
 
   def guarded(argv):
+    # This process alone until the others have joined.
+    processes = distributed.LOCAL
     if len(argv) > 1:
-      fail(f'unexpected positional arguments: {" ".join(argv[1:])}')
+      fail(f'unexpected positional arguments: {" ".join(argv[1:])}',
+           processes=processes)
     try:
-      _start_processes()
-      main(argv)
-      distributed.finish()
+      processes = _start_processes()
+      _check_processes(processes)
+      main(processes)
+      processes.finish()
     except distributed.AgreedError as e:
-      fail(_first_line(e), everywhere=True)
+      fail(_first_line(e), everywhere=True, processes=processes)
     except TrainingDiverged as e:
       # The loss is the same on every process: all of them stop here.
-      fail(str(e), status=1, everywhere=True)
+      fail(str(e), status=1, everywhere=True, processes=processes)
     except KeyboardInterrupt:
       fail('interrupted; rerun the same command to resume from the last '
-           'checkpoint.', status=130)
+           'checkpoint.', status=130, processes=processes)
     except Exception as e:  # pylint: disable=broad-exception-caught
-      _error(e)
+      _error(e, processes)
   app.run(guarded, flags_parser=_parse)
 
 
-def _error(e: Exception) -> None:
+def _error(e: Exception, processes: distributed.Processes) -> None:
   """Ends the run after ``e``: one line for bad values, else a traceback.
 
   In a run of several processes, an error here is often the echo of a peer
   that failed or died (a collective that lost its peer raises here): then
   that peer's failure is the line, and the others stop too.
   """
-  if distributed.exiting():
+  if processes.exiting():
     time.sleep(60)     # The watchdog is ending the process with its line.
-  problem = distributed.peer_failure(e)
+  problem = processes.peer_failure(e)
   if problem is not None:
-    fail(problem, status=1)
+    fail(problem, status=1, processes=processes)
   if isinstance(e, (ValueError, OSError)):
-    fail(_first_line(e))
-  if not distributed.is_multiprocess():
+    fail(_first_line(e), processes=processes)
+  if not processes.is_multiprocess():
     raise e
   traceback.print_exc()   # A bug: its traceback, and the others stop.
-  fail(_first_line(e), status=1)
+  fail(_first_line(e), status=1, processes=processes)
 
 
 # ----------------------------------------------------------------------------
@@ -171,14 +180,14 @@ def _process_flags() -> dict:
        if f.name not in _PER_PROCESS}, default=str))
 
 
-def _check_same_flags() -> None:
+def _check_same_flags(processes: distributed.Processes) -> None:
   """Refuses processes started with different flags (one line on all).
 
   Not only the run-defining flags: a process with another ``--steps`` would
   stop while its peers wait for it in the next step's all-reduce.
   """
   mine = _process_flags()
-  every = [json.loads(v) for v in distributed.agree(
+  every = [json.loads(v) for v in processes.agree(
       'the flags check', json.dumps(mine, sort_keys=True))]
   chief = every[0]
   for j, other in enumerate(every[1:], start=1):
@@ -193,15 +202,20 @@ def _check_same_flags() -> None:
           'differs).')
 
 
-def _start_processes() -> None:
-  if not distributed.initialize(
+def _start_processes() -> distributed.Processes:
+  return distributed.initialize(
       coordinator_address=FLAGS.coordinator_address,
       num_processes=FLAGS.num_processes, process_id=FLAGS.process_id,
       auto=FLAGS.distributed, timeout_s=FLAGS.connect_timeout,
-      error_prefix=_error_prefix()):
+      error_prefix=_error_prefix())
+
+
+def _check_processes(processes: distributed.Processes) -> None:
+  """Refuses processes started with other flags; says who joined."""
+  if not processes.is_multiprocess():
     return
-  _check_same_flags()
-  if not distributed.is_chief():
+  _check_same_flags(processes)
+  if not processes.is_chief():
     print(f'process {jax.process_index()} of {jax.process_count()}: joined; '
           'process 0 shows progress and writes the files.', flush=True)
 
@@ -451,7 +465,7 @@ def _run_flags_error(workdir: pathlib.Path) -> Optional[str]:
           'flags to resume it, or pass another --workdir.')
 
 
-def check_run_flags(workdir) -> None:
+def check_run_flags(workdir, *, processes: distributed.Processes) -> None:
   """Refuses to resume a run in ``workdir`` under other run-defining flags.
 
   A workdir holding a checkpoint holds a run, whose flags
@@ -474,10 +488,10 @@ def check_run_flags(workdir) -> None:
     if error:
       raise ValueError(error)
 
-  distributed.check_everywhere('the workdir check', check)
+  processes.check_everywhere('the workdir check', check)
 
 
-def record_run_flags(workdir) -> None:
+def record_run_flags(workdir, *, processes: distributed.Processes) -> None:
   """Writes the run-defining flags to ``<workdir>/flags.json``.
 
   Called with the first checkpoint of a process; :func:`check_run_flags`
@@ -491,17 +505,17 @@ def record_run_flags(workdir) -> None:
     distributed.AgreedError: a process does not find its flags there.
   """
   path = pathlib.Path(workdir) / RUN_FLAGS_FILENAME
-  if distributed.is_chief():
+  if processes.is_chief():
     atomic_write(path, json.dumps(_current_run_flags(), indent=1,
                                   sort_keys=True) + '\n')
-  if not distributed.is_multiprocess():
+  if not processes.is_multiprocess():
     return
-  distributed.agree(f'{RUN_FLAGS_FILENAME} written', '')
+  processes.agree(f'{RUN_FLAGS_FILENAME} written', '')
   try:
     ok = json.loads(path.read_text()) == _current_run_flags()
   except (OSError, ValueError):
     ok = False
-  views = distributed.agree(f'{RUN_FLAGS_FILENAME} read', 'ok' if ok else '')
+  views = processes.agree(f'{RUN_FLAGS_FILENAME} read', 'ok' if ok else '')
   blind = [str(j) for j, v in enumerate(views) if not v]
   if blind:
     raise distributed.AgreedError(
@@ -510,25 +524,26 @@ def record_run_flags(workdir) -> None:
         'a filesystem they all share.')
 
 
-def train(experiment: Experiment, config: TrainConfig, workdir) -> TrainResult:
+def train(experiment: Experiment, config: TrainConfig, workdir, *,
+          processes: distributed.Processes) -> TrainResult:
   """:func:`train_and_evaluate` with the workdir guard of this binary's flags.
 
-  With several processes, every process calls it (with the same flags and a
-  shared workdir); process 0 writes the files.
+  With several processes, every process calls it (with the same flags, its
+  handle and a shared workdir); process 0 writes the files.
   """
   workdir = prepare_workdir(workdir)
-  distributed.check_shared_folder(workdir)
-  check_run_flags(workdir)
+  processes.check_shared_folder(workdir)
+  check_run_flags(workdir, processes=processes)
   recorded = []
 
   def on_checkpoint(step):
     del step
     if not recorded:
-      record_run_flags(workdir)
+      record_run_flags(workdir, processes=processes)
       recorded.append(True)
 
   return train_and_evaluate(experiment, config, workdir,
-                            on_checkpoint=on_checkpoint)
+                            on_checkpoint=on_checkpoint, processes=processes)
 
 
 # ----------------------------------------------------------------------------
@@ -569,14 +584,15 @@ def _json_ready(value):
   return value
 
 
-def write_results(workdir, results: dict) -> pathlib.Path:
+def write_results(workdir, results: dict, *,
+                  processes: distributed.Processes) -> pathlib.Path:
   """Writes ``<workdir>/results.json`` (strict JSON: NaN becomes null).
 
   Binaries call this before any plot, so a plot that fails loses no
   number. Only process 0 writes.
   """
   path = pathlib.Path(workdir) / RESULTS_FILENAME
-  if distributed.is_chief():
+  if processes.is_chief():
     atomic_write(path, json.dumps(_json_ready(results), indent=1,
                                   allow_nan=False) + '\n')
     print(f'wrote {path}', flush=True)

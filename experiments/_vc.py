@@ -196,6 +196,7 @@ def train_and_analyse(
     metric: str = 'bpc',
     bits: Optional[Mapping[str, Any]] = None,
     leading: Sequence[str] = ('cell', 'seed'),
+    processes: distributed.Processes,
 ) -> dict:
   """Trains the flags' model, evaluates the test split, analyses m_t.
 
@@ -212,6 +213,8 @@ def train_and_analyse(
     bits: bit-level analysis: ``{'positions': valid bit positions,
       'period': bits per character, 'chars': valid char symbols}``.
     leading: flags named first in the default workdir.
+    processes: the run's processes (what :func:`_common.run` passes to
+      ``main``).
 
   Returns:
     ``{'model', 'step', 'sharpness', 'parameters', 'valid': held-out
@@ -242,7 +245,8 @@ def train_and_analyse(
       clip_apart=(('scheduler',) if FLAGS.clip_scheduler_apart and
                   spec.variable else ()))
   workdir = _common.default_workdir(name, leading=leading)
-  result = _common.train(task.experiment, config, workdir)
+  result = _common.train(task.experiment, config, workdir,
+                         processes=processes)
   test = task.evaluate_stream(result.params, test_stream, result.step)
   valid = dict(result.metrics)
   out = {'model': spec.name, 'step': result.step,
@@ -259,13 +263,13 @@ def train_and_analyse(
         f'{value(test):.4f}, mean m_t {test["m"]:.3f}, RNN-d '
         f'{test["rnn_d"]:.0f} (from m_t: {test["rnn_d_m"]:.0f}), '
         f'{out["parameters"] / 1e6:.2f}M params, step {result.step}')
-  if not distributed.is_chief():
+  if not processes.is_chief():
     return out
   plots = []
   if spec.variable:
     out['analysis'], plots = _analyse(task, spec, result, workdir,
                                       valid_stream, decode, classes, bits)
-  _common.write_results(workdir, vc_lm.summary(out))
+  _common.write_results(workdir, vc_lm.summary(out), processes=processes)
   for what, draw in plots:
     path = _common.plot(what, draw)
     if path is not None:

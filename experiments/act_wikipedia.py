@@ -44,7 +44,6 @@ from experiments import _common
 from vcrnn_jax import data
 from vcrnn_jax.papers.act import lm as act_lm
 from vcrnn_jax.papers.act import tasks as act_tasks
-from vcrnn_jax.training import distributed
 
 flags.DEFINE_enum('data', 'enwik8', ['enwik8', 'bytes', 'text'], 'Corpus: '
                   '"enwik8" (the paper\'s; bytes), "bytes" (any file as raw '
@@ -76,8 +75,7 @@ flags.adopt_module_key_flags(_act)
 FLAGS = flags.FLAGS
 
 
-def main(argv):
-  del argv
+def main(processes):
   model = _act.model_config()
   kind = 'bytes' if FLAGS.data == 'enwik8' and FLAGS.data_path else FLAGS.data
   if FLAGS.split_unit != 'line' and kind != 'text':
@@ -98,8 +96,8 @@ def main(argv):
       eval_windows=FLAGS.eval_windows)
   workdir = _act.workdir('act_wikipedia')
   result = _common.train(task.experiment, _act.train_config('act_wikipedia'),
-                         workdir)
-  if FLAGS.plot_ponder_bytes and distributed.is_chief():
+                         workdir, processes=processes)
+  if FLAGS.plot_ponder_bytes and processes.is_chief():
     from vcrnn_jax.papers.act import plots  # pylint: disable=g-import-not-at-top
     text = ds.valid[:FLAGS.plot_ponder_bytes + 1]
     ponder = act_lm.ponder_over_text(task, result.params, text)

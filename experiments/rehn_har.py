@@ -40,6 +40,7 @@ are comparable in kind, not to the decimal. The test split is UCI's
 used for model selection (the paper reports the final model).
 """
 
+import functools
 import pathlib
 
 import numpy as np
@@ -51,7 +52,6 @@ from vcrnn_jax import cells
 from vcrnn_jax import data
 from vcrnn_jax.files import atomic_write
 from vcrnn_jax.models import sequence_model
-from vcrnn_jax.training import distributed
 from vcrnn_jax.papers.rehn import tasks as rehn_tasks
 from vcrnn_jax.training import supervised
 
@@ -108,8 +108,7 @@ def write_confusion(path: pathlib.Path, confusion: np.ndarray,
   return '\n'.join(lines)
 
 
-def main(argv):
-  del argv
+def main(processes):
   table = _common.check_output_file('table_csv')
   if FLAGS.report:
     text = report(table)
@@ -156,14 +155,15 @@ def main(argv):
       out['mean_depth'] = float(np.mean(depths))
     return out
 
-  chief = distributed.is_chief()
+  chief = processes.is_chief()
   if chief:
     table.parent.mkdir(parents=True, exist_ok=True)
   results = rehn_tasks.run_seeds(
       model_spec, _common.parse_seeds(FLAGS.seeds), workdir,
       make_experiment=lambda: make().experiment, train_config=config,
       final_metrics=final, table_csv=table if chief else None,
-      table_fields=FIELDS, train=_common.train,
+      table_fields=FIELDS,
+      train=functools.partial(_common.train, processes=processes),
       settings=_common.settings_text(exclude=MODEL_FLAGS))
   if not chief:
     return
@@ -185,7 +185,8 @@ def main(argv):
       'seeds': [{'seed': r.seed, 'step': r.result.step,
                  **_common.metric_sections(r.result.metrics),
                  'test': {k: v for k, v in r.metrics.items()
-                          if k != 'confusion'}} for r in results]})
+                          if k != 'confusion'}} for r in results]},
+                        processes=processes)
   if FLAGS.plots and model_spec.cell in rehn_tasks.ELASTIC:
     _plot_depth(task, results[0].result.params, ds, classes, workdir)
 

@@ -42,7 +42,6 @@ from experiments import _common
 from experiments import _rehn
 from vcrnn_jax import data
 from vcrnn_jax.models import language_model, symmetric_uniform
-from vcrnn_jax.training import distributed
 from vcrnn_jax.training import lm
 from vcrnn_jax.papers.rehn import tasks as rehn_tasks
 
@@ -103,8 +102,7 @@ CELL_FLAGS = {
 }
 
 
-def main(argv):
-  del argv
+def main(processes):
   _rehn.check_cell_flags(FLAGS.cell, CELL_FLAGS)
   ds = data.load('ptb_word', FLAGS.data_dir)
   spec = rehn_tasks.ModelSpec(
@@ -139,8 +137,9 @@ def main(argv):
       lr_decay_start=(FLAGS.lr_decay_start if FLAGS.lr_decay_start is not None
                       else 20 * per_epoch))
   workdir = _common.default_workdir('rehn_ptb', leading=('cell', 'seed'))
-  result = _common.train(task.experiment, config, workdir)
-  if not distributed.is_chief():
+  result = _common.train(task.experiment, config, workdir,
+                         processes=processes)
+  if not processes.is_chief():
     return    # Process 0 reports (the others wait for it to finish).
   test = task.evaluate_stream(result.params, ds.test, result.step)
   params = rehn_tasks.parameter_count(result.params)
@@ -150,7 +149,8 @@ def main(argv):
         + (f', mean depth {test["depth"]:.2f}' if 'depth' in test else ''))
   _common.write_results(workdir, {
       'model': spec.name, 'step': result.step, 'parameters': params,
-      **_common.metric_sections(result.metrics), 'test': test})
+      **_common.metric_sections(result.metrics), 'test': test},
+                        processes=processes)
   if FLAGS.plot_words and 'depth' in test:
     for path in (_plot_depth_along_text(task, result, ds, workdir),
                  _plot_depth_by_word(task, result, ds, workdir)):

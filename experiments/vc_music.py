@@ -63,8 +63,7 @@ FLAGS = flags.FLAGS
 KINDS = ('bar', 'note', 'rest', 'other')
 
 
-def main(argv):
-  del argv
+def main(processes):
   if FLAGS.data_path and FLAGS.data_dir:
     raise ValueError('give --data_path (the tune file) or --data_dir (the '
                      'folder holding thesession/), not both.')
@@ -88,7 +87,7 @@ def main(argv):
   _vc.train_and_analyse(
       'vc_music', _vc.truncate(ds.train), _vc.truncate(ds.valid),
       _vc.truncate(ds.test), ds.vocab.size, decode=ds.vocab.decode,
-      classes=classes, metric='perplexity')
+      classes=classes, metric='perplexity', processes=processes)
 
 
 if __name__ == '__main__':

@@ -95,8 +95,7 @@ flags.adopt_module_key_flags(_vc)
 FLAGS = flags.FLAGS
 
 
-def main(argv):
-  del argv
+def main(processes):
   if FLAGS.buffer_bits and FLAGS.level != 'bit':
     raise ValueError('--buffer_bits is for --level=bit only.')
   if FLAGS.boundary_target is not None and FLAGS.level != 'char':
@@ -132,7 +131,7 @@ def main(argv):
       _vc.truncate(ds.test), ds.vocab.size, decode=ds.vocab.decode,
       classes=classes, boundary_ids=bounds, bits=bits,
       boundary_target=FLAGS.boundary_target,
-      leading=('level', 'cell', 'seed'))
+      leading=('level', 'cell', 'seed'), processes=processes)
 
 
 if __name__ == '__main__':

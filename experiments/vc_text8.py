@@ -44,8 +44,7 @@ flags.adopt_module_key_flags(_vc)
 FLAGS = flags.FLAGS
 
 
-def main(argv):
-  del argv
+def main(processes):
   ds = data.load('text8', FLAGS.data_dir, max_length=FLAGS.max_chars,
                  word_boundaries=True)
   bounds = [ds.vocab.token_to_id[' ']]
@@ -57,7 +56,7 @@ def main(argv):
   _vc.train_and_analyse(
       'vc_text8', _vc.truncate(ds.train), _vc.truncate(ds.valid),
       _vc.truncate(ds.test), ds.vocab.size, decode=ds.vocab.decode,
-      classes=classes, boundary_ids=bounds)
+      classes=classes, boundary_ids=bounds, processes=processes)
 
 
 if __name__ == '__main__':
