@@ -5,12 +5,13 @@ malformed or out of range) and a bad value found later (a ``ValueError`` from
 the library, a missing corpus, a workdir that cannot be written) end with one
 line on stderr and a non-zero exit status, never a traceback.
 
-A binary defines its own flags, then :func:`define_training_flags` (steps,
-batch, optimizer, evaluation, seed) with its paper's defaults, declares which
-of its own flags may change when a run resumes (:func:`declare_resumable`),
-and trains through :func:`train`, which guards the workdir: a workdir holding
-a checkpoint holds a run, recorded in ``<workdir>/flags.json`` with the first
-checkpoint, and resuming it under other run-defining flags is refused.
+A binary defines its own flags, marking those that may change when a run
+resumes where it defines them (:func:`mark_resumable`, or ``resumable=True``
+to the helpers here), then :func:`define_training_flags` (steps, batch,
+optimizer, evaluation, seed) with its paper's defaults, and trains through
+:func:`train`, which guards the workdir: a workdir holding a checkpoint holds
+a run, recorded in ``<workdir>/flags.json`` with the first checkpoint, and
+resuming it under other run-defining flags is refused.
 """
 
 import json
@@ -148,22 +149,45 @@ def _error(e: Exception, processes: distributed.Processes) -> None:
 
 
 # ----------------------------------------------------------------------------
-# Several processes (jax.distributed): the same flags for every binary.
+# Resumable flags.
 
-flags.DEFINE_string(
+
+def mark_resumable(holder: flags.FlagHolder) -> flags.FlagHolder:
+  """Marks the flag of ``holder`` as resumable; returns ``holder``.
+
+  A resumable flag may change when a run resumes: it says how long the run
+  trains, how the same maths is computed (a loop implementation), how
+  results are reported (evaluation sizes, plots) or where inputs and
+  processes are, never what is trained. Every other flag of a binary
+  defines its run (:func:`run_defining_flags`). The mark is an attribute of
+  the absl flag itself, set where the flag is defined::
+
+    _common.mark_resumable(flags.DEFINE_bool('plots', True, 'Draw plots.'))
+  """
+  FLAGS[holder.name].resumable = True
+  return holder
+
+
+# ----------------------------------------------------------------------------
+# Several processes (jax.distributed): the same flags for every binary (all
+# resumable: a run may resume on other processes).
+
+mark_resumable(flags.DEFINE_string(
     'coordinator_address', None, 'HOST:PORT of process 0 of a multi-process '
     'run (jax.distributed.initialize); unset: one process. Start the same '
-    'command on every process with its own --process_id.')
-flags.DEFINE_integer('num_processes', None, 'Number of processes of a '
-                     'multi-process run.', lower_bound=1)
-flags.DEFINE_integer('process_id', None, 'This process, in 0..num_processes-1.',
-                     lower_bound=0)
-flags.DEFINE_bool('distributed', False, 'Let JAX detect the processes of a '
-                  'cluster job (SLURM, Open MPI, TPU pods) instead of the three '
-                  'flags above.')
-flags.DEFINE_float('connect_timeout', distributed.CONNECT_TIMEOUT_S,
-                   'Seconds the processes of a multi-process run wait for each '
-                   'other at start; past it each ends with one line.')
+    'command on every process with its own --process_id.'))
+mark_resumable(flags.DEFINE_integer(
+    'num_processes', None, 'Number of processes of a multi-process run.',
+    lower_bound=1))
+mark_resumable(flags.DEFINE_integer(
+    'process_id', None, 'This process, in 0..num_processes-1.', lower_bound=0))
+mark_resumable(flags.DEFINE_bool(
+    'distributed', False, 'Let JAX detect the processes of a cluster job '
+    '(SLURM, Open MPI, TPU pods) instead of the three flags above.'))
+mark_resumable(flags.DEFINE_float(
+    'connect_timeout', distributed.CONNECT_TIMEOUT_S, 'Seconds the processes '
+    'of a multi-process run wait for each other at start; past it each ends '
+    'with one line.'))
 flags.register_validator(
     'connect_timeout', lambda v: math.isfinite(v) and v > 0,
     message='--connect_timeout must be a finite number > 0')
@@ -220,8 +244,15 @@ def _check_processes(processes: distributed.Processes) -> None:
           'process 0 shows progress and writes the files.', flush=True)
 
 
-def define_positive_int(name: str, default: Optional[int], help_: str) -> None:
-  flags.DEFINE_integer(name, default, help_, lower_bound=1)
+def define_positive_int(name: str, default: Optional[int], help_: str, *,
+                        resumable: bool = False) -> None:
+  """An integer flag that must be >= 1 (or None: unset).
+
+  ``resumable``: it may change when a run resumes (:func:`mark_resumable`).
+  """
+  holder = flags.DEFINE_integer(name, default, help_, lower_bound=1)
+  if resumable:
+    mark_resumable(holder)
 
 
 def _finite(lower: float, strict: bool) -> Callable[[float], bool]:
@@ -233,12 +264,16 @@ def _finite(lower: float, strict: bool) -> Callable[[float], bool]:
 
 def define_float(name: str, default: Optional[float], help_: str, *,
                  lower: float = 0.0, strict: bool = False,
-                 upper: Optional[float] = None) -> None:
+                 upper: Optional[float] = None,
+                 resumable: bool = False) -> None:
   """A float flag that must be finite and ``>= lower`` (``> lower`` if strict).
 
   A ``None`` default means "unset" (the binary picks a value) and passes.
+  ``resumable``: it may change when a run resumes (:func:`mark_resumable`).
   """
-  flags.DEFINE_float(name, default, help_)
+  holder = flags.DEFINE_float(name, default, help_)
+  if resumable:
+    mark_resumable(holder)
   op = '>' if strict else '>='
   bound = f'{op} {lower:g}' + (f' and < {upper:g}' if upper is not None
                                else '')
@@ -249,11 +284,12 @@ def define_float(name: str, default: Optional[float], help_: str, *,
 
 
 def define_workdir(default_help: str) -> None:
-  flags.DEFINE_string(
+  """``--workdir`` (resumable: a run may be moved to another folder)."""
+  mark_resumable(flags.DEFINE_string(
       'workdir', None,
       'Directory for checkpoints, metrics.jsonl and TensorBoard events. '
       'Rerunning with the same workdir resumes from its latest checkpoint. '
-      f'Default: {default_help}.')
+      f'Default: {default_help}.'))
   flags.register_validator(
       'workdir', lambda v: v is None or not os.path.exists(v) or os.path.isdir(v),
       message='--workdir exists and is not a directory')
@@ -272,8 +308,9 @@ def define_training_flags(*, steps: Optional[int], batch_size: Optional[int],
   ``seed_flag=False`` leaves out ``--seed``, for binaries that train several
   seeds (``--seeds``) and pass each to :func:`train_config`.
   """
+  # Resumable: how long a run trains, how often it is evaluated and saved.
   define_positive_int('steps', steps, 'Number of training steps (weight '
-                      'updates).')
+                      'updates).', resumable=True)
   define_positive_int('batch_size', batch_size, 'Sequences per training '
                       'batch (split across all devices, of all processes).')
   flags.DEFINE_enum('optimizer', optimizer, list(OPTIMIZERS), 'Optimizer: '
@@ -295,12 +332,13 @@ def define_training_flags(*, steps: Optional[int], batch_size: Optional[int],
                'global norm (default: no clipping unless the paper clips).',
                strict=True)
   define_positive_int('eval_every', eval_every, 'Evaluate (and write '
-                      'metrics.jsonl / TensorBoard) every this many steps.')
+                      'metrics.jsonl / TensorBoard) every this many steps.',
+                      resumable=True)
   define_positive_int('checkpoint_every', None, 'Save a checkpoint every this '
                       'many steps (default: --eval_every). The last step is '
-                      'always saved.')
+                      'always saved.', resumable=True)
   define_positive_int('keep_checkpoints', keep_checkpoints, 'How many recent '
-                      'checkpoints to keep.')
+                      'checkpoints to keep.', resumable=True)
   if seed_flag:
     flags.DEFINE_integer('seed', 0, 'Seed of parameter init, of the training '
                          'data stream and of dropout (same seed, same '
@@ -333,19 +371,12 @@ def train_config(desc: str, **overrides) -> TrainConfig:
 # ----------------------------------------------------------------------------
 # The workdir and its resume guard.
 
-# Flags that may change when any run resumes: how long it trains, how it is
-# evaluated or saved, where its data and processes are; never what is
-# trained. Each binary adds its own with declare_resumable().
-_RESUMABLE = {'steps', 'eval_every', 'checkpoint_every', 'keep_checkpoints',
-              'workdir', 'data_dir', 'coordinator_address', 'num_processes',
-              'process_id', 'distributed', 'connect_timeout'}
-
 RUN_FLAGS_FILENAME = 'flags.json'
 
 
 def define_seeds(default: str, help_: str) -> None:
   """``--seeds``: comma-separated integers and ranges ``a-b`` (resumable)."""
-  flags.DEFINE_string('seeds', default, help_)
+  mark_resumable(flags.DEFINE_string('seeds', default, help_))
 
   def check(value):
     try:
@@ -355,7 +386,6 @@ def define_seeds(default: str, help_: str) -> None:
     return True
 
   flags.register_validator('seeds', check)
-  declare_resumable('seeds')
 
 
 def parse_seeds(text: str) -> tuple[int, ...]:
@@ -363,20 +393,14 @@ def parse_seeds(text: str) -> tuple[int, ...]:
   return sweep.parse_ints('seeds', text)
 
 
-def declare_resumable(*names: str) -> None:
-  """Declares flags of this binary that may change when a run resumes.
-
-  For flags that change how the same maths is computed (a loop
-  implementation), how results are reported (evaluation sizes, plots) or
-  where inputs are read, never what is trained.
-  """
-  _RESUMABLE.update(names)
-
-
 def run_defining_flags() -> list:
-  """The binary's flags that define what is trained, sorted by name."""
+  """The binary's flags that define what is trained, sorted by name.
+
+  Its key flags less those marked resumable (:func:`mark_resumable`).
+  """
   return sorted((f for f in FLAGS.get_key_flags_for_module(sys.argv[0])
-                 if f.name not in _RESUMABLE), key=lambda f: f.name)
+                 if not getattr(f, 'resumable', False)),
+                key=lambda f: f.name)
 
 
 def default_workdir(name: str, leading: Iterable[str] = ('seed',)

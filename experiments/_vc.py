@@ -95,18 +95,17 @@ def define_flags(*, cell: str, hidden_size: int, epochs: int,
                     'default, at the reduced command).')
   _common.define_positive_int('max_symbols', None, 'Keep only the first '
                               'this many symbols of each split (quick runs).')
+  # How the result is evaluated and analysed: resumable.
   _common.define_positive_int('eval_batch_size', 64, 'Rows of the held-out '
                               'stream evaluation (every symbol is counted '
-                              'once, the state carried).')
-  flags.DEFINE_integer('analysis_symbols', analysis_symbols, 'After '
-                       'training, measure mean m_t per symbol class over '
-                       'this many valid symbols (0: no analysis).',
-                       lower_bound=0)
-  flags.DEFINE_integer('plot_symbols', plot_symbols, 'After training, plot '
-                       'm_t over this many valid symbols (0: no plot).',
-                       lower_bound=0)
-  _common.declare_resumable('eval_batch_size', 'analysis_symbols',
-                            'plot_symbols')
+                              'once, the state carried).', resumable=True)
+  _common.mark_resumable(flags.DEFINE_integer(
+      'analysis_symbols', analysis_symbols, 'After training, measure mean m_t '
+      'per symbol class over this many valid symbols (0: no analysis).',
+      lower_bound=0))
+  _common.mark_resumable(flags.DEFINE_integer(
+      'plot_symbols', plot_symbols, 'After training, plot m_t over this many '
+      'valid symbols (0: no plot).', lower_bound=0))
   _common.define_training_flags(steps=None, batch_size=batch_size,
                                 learning_rate=1e-3, eval_every=None,
                                 grad_clip_norm=1.0)

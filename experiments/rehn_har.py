@@ -55,9 +55,9 @@ from vcrnn_jax.models import sequence_model
 from vcrnn_jax.papers.rehn import tasks as rehn_tasks
 from vcrnn_jax.training import supervised
 
-flags.DEFINE_string('data_dir', None, 'Folder holding har/UCI HAR Dataset.zip '
-                    '(or the unzipped "UCI HAR Dataset"); default: the '
-                    'download cache.')
+_common.mark_resumable(flags.DEFINE_string(
+    'data_dir', None, 'Folder holding har/UCI HAR Dataset.zip (or the '
+    'unzipped "UCI HAR Dataset"); default: the download cache.'))
 _rehn.define_model_flags(
     cell_help='Recurrent cell of both layers.',
     hidden_size=48, hidden_help='D_h of each layer (Table 2: EI-REHN '
@@ -68,13 +68,14 @@ _common.define_positive_int('layers', 2, 'Stacked recurrent layers (paper: '
 _common.define_seeds('0-4', 'Seeds, one training run each, in this process.')
 _common.define_positive_int('epochs', 100, 'Training epochs (paper: 100).')
 _common.define_positive_int('eval_batch_size', 500, 'Held-out windows per '
-                            'evaluation batch.')
-flags.DEFINE_string('table_csv', 'runs/rehn_har/table2.csv', 'CSV that '
-                    'collects one row per model and seed; --report prints it '
-                    'as Table 2.')
-flags.DEFINE_bool('report', False, 'Only print Table 2 from --table_csv.')
-flags.DEFINE_bool('plots', True, 'Write the depth plots (elastic cells).')
-_common.declare_resumable('eval_batch_size', 'table_csv', 'report', 'plots')
+                            'evaluation batch.', resumable=True)
+_common.mark_resumable(flags.DEFINE_string(
+    'table_csv', 'runs/rehn_har/table2.csv', 'CSV that collects one row per '
+    'model and seed; --report prints it as Table 2.'))
+_common.mark_resumable(flags.DEFINE_bool(
+    'report', False, 'Only print Table 2 from --table_csv.'))
+_common.mark_resumable(flags.DEFINE_bool(
+    'plots', True, 'Write the depth plots (elastic cells).'))
 _common.define_training_flags(steps=None, batch_size=200, learning_rate=0.0025,
                               eval_every=None, seed_flag=False)
 _common.define_workdir('runs/rehn_har/<model>, one seed=<s> folder per seed')

@@ -45,8 +45,9 @@ from vcrnn_jax.models import language_model, symmetric_uniform
 from vcrnn_jax.training import lm
 from vcrnn_jax.papers.rehn import tasks as rehn_tasks
 
-flags.DEFINE_string('data_dir', None, 'Folder holding ptb/ptb.*.txt '
-                    '(Mikolov\'s layout); default: the download cache.')
+_common.mark_resumable(flags.DEFINE_string(
+    'data_dir', None, 'Folder holding ptb/ptb.*.txt (Mikolov\'s layout); '
+    'default: the download cache.'))
 flags.DEFINE_enum('cell', 'ei_rehn', ['rhn', 'srhn', 'srehn', 'ei_rehn'],
                   'Recurrent cell (Table 3: RHN and EI-REHN).')
 _common.define_positive_int('hidden_size', 1200, 'D_h, also the embedding '
@@ -74,15 +75,16 @@ _common.define_float('drop_output', 0.75, 'Dropout of the output before the '
                      'softmax (drop_o).', upper=1.0)
 _common.define_positive_int('eval_batch_size', 20, 'Rows of the held-out '
                             'evaluation (1 is Zilly et al.\'s final; every '
-                            'token is counted once either way).')
-flags.DEFINE_enum('loop', 'while', ['while', 'scan'], 'Elastic depth loop.')
+                            'token is counted once either way).',
+                            resumable=True)
+_common.mark_resumable(flags.DEFINE_enum(
+    'loop', 'while', ['while', 'scan'], 'Elastic depth loop.'))
 _common.define_positive_int('ponder_slots', 8, 'Backward-pass slots of the '
-                            'elastic depth loop.')
-flags.DEFINE_integer('plot_words', 200, 'After training, plot the realized '
-                     'depth over this many test words and its histogram per '
-                     'frequent word (0: no plots).', lower_bound=0)
-_common.declare_resumable('eval_batch_size', 'loop', 'ponder_slots',
-                          'plot_words')
+                            'elastic depth loop.', resumable=True)
+_common.mark_resumable(flags.DEFINE_integer(
+    'plot_words', 200, 'After training, plot the realized depth over this '
+    'many test words and its histogram per frequent word (0: no plots).',
+    lower_bound=0))
 _common.define_training_flags(steps=None, batch_size=20, learning_rate=0.2,
                               eval_every=None, optimizer='sgd',
                               grad_clip_norm=10.0)

@@ -75,13 +75,14 @@ _common.define_positive_int('num_sequences', elastic_depth.NUM_SEQUENCES,
                             'Sequences generated (paper: 10000; split '
                             '80/10/10).')
 _common.define_positive_int('eval_batch_size', 1000, 'Held-out sequences per '
-                            'evaluation batch.')
-flags.DEFINE_string('table_csv', 'runs/rehn_synthetic/table1.csv', 'CSV that '
-                    'collects one row per model and seed (shared by every '
-                    'model\'s runs); --report prints it as Table 1.')
-flags.DEFINE_bool('report', False, 'Only print Table 1 from --table_csv '
-                  '(and write it as Markdown next to it); train nothing.')
-_common.declare_resumable('eval_batch_size', 'table_csv', 'report')
+                            'evaluation batch.', resumable=True)
+_common.mark_resumable(flags.DEFINE_string(
+    'table_csv', 'runs/rehn_synthetic/table1.csv', 'CSV that collects one row '
+    'per model and seed (shared by every model\'s runs); --report prints it '
+    'as Table 1.'))
+_common.mark_resumable(flags.DEFINE_bool(
+    'report', False, 'Only print Table 1 from --table_csv (and write it as '
+    'Markdown next to it); train nothing.'))
 _common.define_training_flags(steps=None, batch_size=20, learning_rate=0.01,
                               eval_every=None, seed_flag=False)
 _common.define_workdir('runs/rehn_synthetic/<model>, one seed=<s> folder '

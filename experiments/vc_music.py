@@ -47,9 +47,9 @@ from experiments import _vc
 from vcrnn_jax import data
 from vcrnn_jax.papers.vc import lm as vc_lm
 
-flags.DEFINE_string('data_dir', None, 'Folder holding thesession/'
-                    'tunes_v3_valid.txt or thesession/data_v3; default: the '
-                    'download cache.')
+_common.mark_resumable(flags.DEFINE_string(
+    'data_dir', None, 'Folder holding thesession/tunes_v3_valid.txt or '
+    'thesession/data_v3; default: the download cache.'))
 flags.DEFINE_string('data_path', None, 'The tune file itself (instead of '
                     '--data_dir).')
 flags.DEFINE_integer('shuffle_seed', None, 'Shuffle the tunes with this seed '

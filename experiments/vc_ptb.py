@@ -75,9 +75,9 @@ from experiments import _vc
 from vcrnn_jax import data
 from vcrnn_jax.papers.vc import lm as vc_lm
 
-flags.DEFINE_string('data_dir', None, 'Folder holding ptb/ptb.char.*.txt '
-                    '(Mikolov\'s simple-examples layout); default: the '
-                    'download cache.')
+_common.mark_resumable(flags.DEFINE_string(
+    'data_dir', None, 'Folder holding ptb/ptb.char.*.txt (Mikolov\'s '
+    'simple-examples layout); default: the download cache.'))
 flags.DEFINE_enum('level', 'char', ['char', 'bit'], 'Character level (50 '
                   'symbols) or bit level (each character as its 8-bit code, '
                   'most significant bit first).')

@@ -32,8 +32,9 @@ from experiments import _vc
 from vcrnn_jax import data
 from vcrnn_jax.papers.vc import lm as vc_lm
 
-flags.DEFINE_string('data_dir', None, 'Folder holding text8 or text8.zip '
-                    '(or <data_dir>/text8/); default: the download cache.')
+_common.mark_resumable(flags.DEFINE_string(
+    'data_dir', None, 'Folder holding text8 or text8.zip (or '
+    '<data_dir>/text8/); default: the download cache.'))
 _common.define_positive_int('max_chars', None, 'Read only the first this '
                             'many characters of the file (before the '
                             '90/5/5 split; quick runs).')
