@@ -49,10 +49,10 @@ flags.adopt_module_key_flags(_act)
 FLAGS = flags.FLAGS
 
 
-def main(argv):
-  del argv
+def main(processes):
   _act.main('act_addition', 'addition',
-            dict(max_len=FLAGS.max_len, max_digits=FLAGS.max_digits))
+            dict(max_len=FLAGS.max_len, max_digits=FLAGS.max_digits),
+            processes)
 
 
 if __name__ == '__main__':

@@ -52,10 +52,10 @@ flags.adopt_module_key_flags(_act)
 FLAGS = flags.FLAGS
 
 
-def main(argv):
-  del argv
+def main(processes):
   _act.main('act_logic', 'logic',
-            dict(max_len=FLAGS.max_len, num_gates=FLAGS.num_gates))
+            dict(max_len=FLAGS.max_len, num_gates=FLAGS.num_gates),
+            processes)
 
 
 if __name__ == '__main__':

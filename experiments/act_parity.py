@@ -60,10 +60,10 @@ flags.adopt_module_key_flags(_act)
 FLAGS = flags.FLAGS
 
 
-def main(argv):
-  del argv
+def main(processes):
   _act.main('act_parity', 'parity',
-            dict(bits=FLAGS.bits, layout=FLAGS.layout))
+            dict(bits=FLAGS.bits, layout=FLAGS.layout),
+            processes)
 
 
 if __name__ == '__main__':

@@ -41,10 +41,10 @@ flags.adopt_module_key_flags(_act)
 FLAGS = flags.FLAGS
 
 
-def main(argv):
-  del argv
+def main(processes):
   _act.main('act_sort', 'sort',
-            dict(min_len=FLAGS.min_len, max_len=FLAGS.max_len))
+            dict(min_len=FLAGS.min_len, max_len=FLAGS.max_len),
+            processes)
 
 
 if __name__ == '__main__':

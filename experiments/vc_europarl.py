@@ -83,8 +83,7 @@ flags.adopt_module_key_flags(_vc)
 FLAGS = flags.FLAGS
 
 
-def main(argv):
-  del argv
+def main(processes):
   if not FLAGS.data_path:
     raise ValueError('--data_path is required: the UTF-8 corpus to model '
                      '(e.g. ../shared/data/text/fortunes_cs.txt).')
@@ -104,7 +103,7 @@ def main(argv):
       _vc.truncate(ds.test), ds.vocab.size, decode=ds.vocab.decode,
       classes=classes, boundary_ids=bounds,
       boundary_target=FLAGS.boundary_target if guide else None,
-      leading=('setting', 'cell', 'seed'))
+      leading=('setting', 'cell', 'seed'), processes=processes)
 
 
 if __name__ == '__main__':

@@ -47,9 +47,9 @@ from experiments import _vc
 from vcrnn_jax import data
 from vcrnn_jax.papers.vc import lm as vc_lm
 
-flags.DEFINE_string('data_dir', None, 'Folder holding thesession/'
-                    'tunes_v3_valid.txt or thesession/data_v3; default: the '
-                    'download cache.')
+_common.mark_resumable(flags.DEFINE_string(
+    'data_dir', None, 'Folder holding thesession/tunes_v3_valid.txt or '
+    'thesession/data_v3; default: the download cache.'))
 flags.DEFINE_string('data_path', None, 'The tune file itself (instead of '
                     '--data_dir).')
 flags.DEFINE_integer('shuffle_seed', None, 'Shuffle the tunes with this seed '
@@ -63,8 +63,7 @@ FLAGS = flags.FLAGS
 KINDS = ('bar', 'note', 'rest', 'other')
 
 
-def main(argv):
-  del argv
+def main(processes):
   if FLAGS.data_path and FLAGS.data_dir:
     raise ValueError('give --data_path (the tune file) or --data_dir (the '
                      'folder holding thesession/), not both.')
@@ -88,7 +87,7 @@ def main(argv):
   _vc.train_and_analyse(
       'vc_music', _vc.truncate(ds.train), _vc.truncate(ds.valid),
       _vc.truncate(ds.test), ds.vocab.size, decode=ds.vocab.decode,
-      classes=classes, metric='perplexity')
+      classes=classes, metric='perplexity', processes=processes)
 
 
 if __name__ == '__main__':

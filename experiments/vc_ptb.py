@@ -75,9 +75,9 @@ from experiments import _vc
 from vcrnn_jax import data
 from vcrnn_jax.papers.vc import lm as vc_lm
 
-flags.DEFINE_string('data_dir', None, 'Folder holding ptb/ptb.char.*.txt '
-                    '(Mikolov\'s simple-examples layout); default: the '
-                    'download cache.')
+_common.mark_resumable(flags.DEFINE_string(
+    'data_dir', None, 'Folder holding ptb/ptb.char.*.txt (Mikolov\'s '
+    'simple-examples layout); default: the download cache.'))
 flags.DEFINE_enum('level', 'char', ['char', 'bit'], 'Character level (50 '
                   'symbols) or bit level (each character as its 8-bit code, '
                   'most significant bit first).')
@@ -95,8 +95,7 @@ flags.adopt_module_key_flags(_vc)
 FLAGS = flags.FLAGS
 
 
-def main(argv):
-  del argv
+def main(processes):
   if FLAGS.buffer_bits and FLAGS.level != 'bit':
     raise ValueError('--buffer_bits is for --level=bit only.')
   if FLAGS.boundary_target is not None and FLAGS.level != 'char':
@@ -132,7 +131,7 @@ def main(argv):
       _vc.truncate(ds.test), ds.vocab.size, decode=ds.vocab.decode,
       classes=classes, boundary_ids=bounds, bits=bits,
       boundary_target=FLAGS.boundary_target,
-      leading=('level', 'cell', 'seed'))
+      leading=('level', 'cell', 'seed'), processes=processes)
 
 
 if __name__ == '__main__':
