@@ -41,7 +41,6 @@ source_suffix = {'.rst': 'restructuredtext', '.md': 'myst-nb'}
 
 html_theme = 'furo'
 html_title = 'vcrnn_jax'
-html_static_path = ['_static']
 
 # -- MyST and myst-nb ---------------------------------------------------------
 myst_enable_extensions = ['dollarmath', 'amsmath', 'colon_fence', 'deflist']
