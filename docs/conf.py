@@ -21,11 +21,11 @@ sys.path.insert(0, str(ROOT))
 os.environ['PYTHONPATH'] = os.pathsep.join(
     p for p in (str(ROOT), os.environ.get('PYTHONPATH')) if p)
 
-import vcrnn_jax  # noqa: E402
+import vcrnn_jax
 
 project = 'vcrnn_jax'
 author = 'vcrnn_jax authors'
-copyright = '2025, vcrnn_jax authors'  # noqa: A001
+copyright = '2025, vcrnn_jax authors'
 release = version = vcrnn_jax.__version__
 
 extensions = [
@@ -96,9 +96,7 @@ def _namedtuple_field_doc(app, what, name, obj, options, lines):
     return
   if not any(_FIELD_ALIAS.match(line) for line in lines):
     return
-  module_name, _, rest = name.rpartition('.')
   cls_path, _, field = name.rpartition('.')
-  del module_name, rest
   # Import the class the field belongs to.
   parts = cls_path.split('.')
   for cut in range(len(parts) - 1, 0, -1):
