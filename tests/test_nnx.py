@@ -314,6 +314,13 @@ def test_dropout_on_in_train_off_in_eval():
   chex.assert_trees_all_close(run(rnn, xs), off)
   rnn.train()
   assert not np.allclose(run(rnn, xs), off)
+  # flax.nnx.RNN calls the cell once per step, and each call draws a key:
+  # the first step uses the key RNN would use for all, the others new ones.
+  twin = nnx.clone(cell)
+  ours = run(rnn, xs)
+  theirs = nnx.jit(lambda c, xs: nnx.RNN(c)(xs))(twin, xs)
+  chex.assert_trees_all_close(theirs[:, 0], ours[:, 0], **TOL)
+  assert not np.allclose(theirs[:, 1:], ours[:, 1:])
   if hasattr(nnx, 'view'):                      # flax >= 0.12
     chex.assert_trees_all_close(run(nnx.view(rnn, deterministic=True), xs),
                                 off)
@@ -451,7 +458,8 @@ def test_state_round_trips_through_orbax(trained, tmp_path):
 def test_docstring_training_example_runs():
   text = vnnx.__doc__.split('Example, an ACT-LSTM', 1)[1].split('::\n', 1)[1]
   scope = {}
-  exec(compile(textwrap.dedent(text), 'vcrnn_jax/nnx.py', 'exec'), scope)  # pylint: disable=exec-used
+  code = compile(textwrap.dedent(text), 'vcrnn_jax/nnx.py', 'exec')
+  exec(code, scope)  # pylint: disable=exec-used
   # optax's adam raises a python float to its int32 count, which strict
   # dtype promotion refuses.
   with jax.numpy_dtype_promotion('standard'):

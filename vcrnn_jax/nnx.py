@@ -49,12 +49,14 @@ comes from the module's state, since ``flax.nnx.RNN`` has no slot for it:
   the binaries evaluate at the current step. The hard inference path
   (``hard=True``, :func:`vcrnn_jax.vc.vcrnn`) on the same params is
   ``nnx.view(model, hard=True)`` or ``model.set_attributes(hard=True)``.
-* *Padding*: ``flax.nnx.RNN`` computes every step of every row and only
-  selects the final carry from ``seq_lengths``, so an ACT cell ponders on
-  padding and a carry it returns without ``return_carry`` includes padded
-  steps. :class:`RNN` runs any of these modules with :func:`vcrnn_jax.unroll`,
-  which tells the cell which rows are padding (``context.active``), keeps
-  their state and zeroes their outputs.
+* *Padding*: ``flax.nnx.RNN`` runs every step of every row and uses
+  ``seq_lengths`` only to pick each row's returned carry (the last step's
+  for an empty row), so an ACT cell ponders on padding and padded outputs
+  are not zero. :class:`RNN` runs these modules with :func:`vcrnn_jax.unroll`,
+  which tells the cell which rows are padding (``context.active``: ACT takes
+  one step, EI-REHN no micro-layer, VC updates nothing), keeps their state
+  and zeroes their outputs, so the carry is the one after each row's last
+  real step.
 
 A module's ``__call__`` also takes an optional ``context``; the fields it
 sets take precedence over the module's own (``step``, ``key``), and an
@@ -64,6 +66,15 @@ sets take precedence over the module's own (``step``, ``key``), and an
 batch axes (none included); the LSTM carry is
 :class:`vcrnn_jax.cells.LSTMState` ``(c, h)`` (a plain ``(c, h)`` tuple, as
 ``flax.nnx.LSTMCell`` makes, is accepted).
+
+**flax versions.** Written for flax 0.12 and kept working back to 0.10 (the
+package's floor): values are read with ``get_value()`` where it exists
+(``.value`` is deprecated in 0.12), modules are walked with
+``nnx.iter_modules`` or, before 0.12, the method; a module forks its dropout
+stream where ``RngStream.fork`` exists (0.11+) and shares the caller's
+before; ``set_view`` is the hook of ``nnx.view`` (0.12+) and is harmless
+without it. The example below uses ``nnx.Optimizer(..., wrt=)`` and
+``update(model, grads)`` (0.11+).
 
 Example, an ACT-LSTM trained on 4-bit parity with ``nnx.Optimizer``
 (``tests/test_nnx.py`` runs it)::
@@ -363,7 +374,7 @@ class CellModule(nnx.RNNCellBase):
     return False
 
   def _step_variable(self) -> Optional[Step]:
-    """The :class:`Step` the cell's context reads (None: the cell needs none)."""
+    """The :class:`Step` the cell's context reads (None: it needs none)."""
     return None
 
   def _setup(self, in_features: int, rngs: nnx.Rngs, deterministic: bool,
@@ -401,7 +412,13 @@ class CellModule(nnx.RNNCellBase):
 
   def __call__(self, carry: Any, inputs: jax.Array,
                context: Optional[Context] = None) -> tuple[Any, Any]:
-    """One step: ``inputs`` ``[*batch, in_features]``, carry leaves ``[*batch, ...]``.
+    """Applies the cell to one time step.
+
+    Args:
+      carry: leaves ``[*batch, ...]`` (from :meth:`initialize_carry`).
+      inputs: ``[*batch, in_features]``, any number of batch axes.
+      context: optional :class:`vcrnn_jax.core.Context`; the fields it sets
+        replace the module's own, ``active`` marks discarded rows.
 
     Returns:
       ``(carry, y)``, ``y`` the pure cell's per-step output (an array or a
@@ -806,10 +823,12 @@ class Stack(CellModule):
     return tuple(getattr(self, f'layer_{i}') for i in range(self.num_layers))
 
   def _uses_key(self) -> bool:
-    return bool(self.dropout) or any(m._uses_key() for m in self.layers)  # pylint: disable=protected-access
+    # pylint: disable=protected-access
+    return bool(self.dropout) or any(m._uses_key() for m in self.layers)
 
   def _step_variable(self) -> Optional[Step]:
-    steps = [m._step_variable() for m in self.layers]  # pylint: disable=protected-access
+    # pylint: disable=protected-access
+    steps = [m._step_variable() for m in self.layers]
     return next((s for s in steps if s is not None), None)
 
   def make_cell(self) -> Cell:
@@ -966,10 +985,11 @@ class RNN(nnx.Module):
             f'{tuple(batch_shape)}, got {lengths.dtype} '
             f'{tuple(lengths.shape)}.')
       lengths = lengths.reshape(size)
-    carry, ys = unroll(
-        cell, to_params(self.cell), carry,
-        inputs.reshape((size, time, features)), lengths,
-        context=self.cell._context(context, batch_shape, size))  # pylint: disable=protected-access
+    # pylint: disable=protected-access
+    context = self.cell._context(context, batch_shape, size)
+    carry, ys = unroll(cell, to_params(self.cell), carry,
+                       inputs.reshape((size, time, features)), lengths,
+                       context=context)
 
     def restore(a):
       if time_major:
