@@ -1,6 +1,5 @@
 """The flax.linen wrappers as drop-ins for flax's own cells."""
 
-import functools
 import inspect
 import pathlib
 import re
@@ -361,14 +360,13 @@ def test_module_under_nn_rnn_gradients_equal_unroll(name):
     state, ys = unroll(cell, params, cell.initial_state(B), xs)
     return jnp.sum(cell_output(ys) ** 2), (state, ys)
 
-  # Both sides in one program, compiled at XLA level 0: it runs once.
-  @functools.partial(
-      jax.jit, compiler_options={'xla_backend_optimization_level': 0})
   def both(variables):
     return (jax.grad(module_loss, has_aux=True)(variables),
             jax.grad(pure_loss, has_aux=True)(
                 variables['params']['cell']['cell']))
 
+  # Both sides in one program, compiled at XLA level 0: it runs once.
+  both = jax.jit(both, compiler_options={'xla_backend_optimization_level': 0})
   (grads, (carry, ys)), (want_grads, (state, want)) = both(variables)
   chex.assert_trees_all_close(ys, want, rtol=1e-5, atol=1e-6)
   chex.assert_trees_all_close(carry, state, rtol=1e-5, atol=1e-6)
