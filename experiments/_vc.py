@@ -19,8 +19,7 @@ Why the scheduler is clipped apart: its gradient grows with lambda * D
 the global gradient norm of 1,541, so one global clip divides every other
 parameter's gradient by ~1,500 where an Elman network's is divided by ~50.
 Clipped apart, VCRNN-512 reaches 1.808 and 1.881 valid bpc instead of
-1.920 and 1.920 (seeds 0, 1) on char PTB at 3,000 updates (BUILD_NOTES.md,
-VCRNN, fifth session).
+1.920 and 1.920 (seeds 0, 1) on char PTB at 3,000 updates (docs/results/vc.md).
 """
 
 import pathlib

@@ -31,7 +31,7 @@ last checkpoint, and CSV rows are replaced, never duplicated. More taus or
 seeds extend the sweep; a larger ``--steps`` continues every run.
 ``--plot_only`` redraws the figures from the CSVs.
 
-Results on CPU-2 (2-core CPU; BUILD_NOTES.md has the tables)::
+Results on CPU-2 (2-core CPU; docs/results/act.md has the tables)::
 
   python -m experiments.act_sweep --task=parity --taus=1e-2,3e-2,1e-1 \
       --seeds=0 --steps=100000 --eval_every=10000

@@ -19,13 +19,13 @@ valid split. After training, ``--plot_ponder_bytes=N`` plots the ponder
 ``<workdir>/ponder_over_text.png``; rerunning with the same ``--steps`` and
 ``--workdir`` restores the checkpoint and only plots.
 
-Reduced size on a 2-core CPU (see BUILD_NOTES.md for the numbers)::
+Reduced size on a 2-core CPU (see docs/results/act.md for the numbers)::
 
   python -m experiments.act_wikipedia \
-      --data_path=../shared/data/text/tinyshakespeare.txt \
+      --data_path=DIR/text/tinyshakespeare.txt \
       --hidden_size=128 --seq_len=100 --batch_size=16 --steps=2000
 
-Results (CPU-2, BUILD_NOTES.md has the log): no enwik8 here and no GPU, so
+Results (CPU-2, docs/results/act.md has the log): no enwik8 here and no GPU, so
 only a reduced run on tinyshakespeare: ``--data_path=.../tinyshakespeare.txt
 --hidden_size=128 --seq_len=100 --batch_size=16 --steps=300 --eval_every=100
 --max_steps=20`` gives 3.85 bits per character on held-out windows with ACT

@@ -2,7 +2,7 @@ r"""EI-REHN paper Section 4.2 (Table 2): human activity recognition on UCI HAR.
 
 The command (EI-REHN-48, the paper's best row)::
 
-  python -m experiments.rehn_har --data_dir=../shared/data --cell=ei_rehn \
+  python -m experiments.rehn_har --data_dir=DIR --cell=ei_rehn \
       --hidden_size=48
 
 reads UCI HAR (9 inertial channels x 128 steps, 6 activities) with
@@ -23,17 +23,17 @@ Baselines from the same binary: ``--cell=lstm --hidden_size=32``,
 A reduced run on a 2-core CPU (2 of the 100 epochs, one seed; it writes
 ``results.json``, ``confusion.csv`` and both depth plots)::
 
-  python -m experiments.rehn_har --data_dir=../shared/data --cell=ei_rehn \
+  python -m experiments.rehn_har --data_dir=DIR --cell=ei_rehn \
       --hidden_size=48 --seeds=0 --epochs=2
 
 On CPU-2 it reaches 82.54% test accuracy in 187 s on one core; at this
 stage the three walking classes are confused with each other, and SITTING
 with STANDING.
 
-Results (CPU-2): BUILD_NOTES.md "EI-REHN Table 2" has every run with its
+Results (CPU-2): docs/results/rehn.md has every run with its
 command (EI-REHN-48 at 30 epochs: 91.29%).
 
-Data: the shared UCI HAR is rebuilt from the HAPT recordings with UCI HAR's
+Data: this UCI HAR copy is rebuilt from the HAPT recordings with UCI HAR's
 recipe (7,415 / 2,996 windows against UCI's own 7,352 / 2,947), so accuracies
 are comparable in kind, not to the decimal. The test split is UCI's
 (volunteers disjoint from training), as in the paper; no validation split is

@@ -2,7 +2,7 @@ r"""EI-REHN paper Section 4.3 (Tables 3-4): word-level Penn Treebank.
 
 The paper's configuration (Table 3/4, EI-REHN-1200D; for a GPU)::
 
-  python -m experiments.rehn_ptb --data_dir=../shared/data
+  python -m experiments.rehn_ptb --data_dir=DIR
 
 trains the model of Fig. 3 (word embedding of size D_h, EI-REHN with D_h =
 1200, D_z = 600, R_max = 4, the embedding matrix reused as the softmax
@@ -20,10 +20,10 @@ carried). ``--cell=rhn --depth=D`` trains Table 3's RHN baselines and
 ``--max_depth`` its EI-REHN columns (paper: R_max 2-5, best 4: 66.2 test;
 RHN depth 5: 67.6, Table 4's RHN 65.4-66.0).
 
-A small configuration that trains on a 2-core CPU (BUILD_NOTES.md "EI-REHN
-PTB" has its numbers and command)::
+A small configuration that trains on a 2-core CPU (docs/results/rehn.md
+has its numbers and command)::
 
-  python -m experiments.rehn_ptb --data_dir=../shared/data \
+  python -m experiments.rehn_ptb --data_dir=DIR \
       --hidden_size=200 --max_depth=3 --epochs=2 --eval_batch_size=20
 
 Deviations: the paper's final evaluation after Zilly et al. reruns the best

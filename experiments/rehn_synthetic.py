@@ -22,7 +22,7 @@ text sweeps SRHN-20 over depth 1-6), ``--cell=srehn|ei_rehn`` take
 ``--max_depth`` (R_max, default 10) and EI-REHN ``--hyper_size`` (D_z,
 default ceil(D_h / 2), the reading that reproduces the paper's counts).
 
-Results on CPU-2 (2 cores; BUILD_NOTES.md "Table 1" has every row). Under
+Results on CPU-2 (2 cores; docs/results/rehn.md has every row). Under
 Algorithm 2 as written (noise variance 0.1) no predictor can get below
 55.0e-3 (the noise floor the run prints); every model ends between 60.0 and
 62.9. With ``--noise_variance=0.001`` the command above (seeds 0-4, 7-10

@@ -3,8 +3,8 @@ r"""VCRNN paper Sec. 5.1 (Tables 1-2): Irish traditional tunes (thesession.org).
 The paper's configuration (VCRNN-500, test perplexity 8.51 at RNN-d 233,
 against RNN-200 9.13 and RNN-250 8.70; for a GPU)::
 
-  python -m experiments.vc_music --data_dir=../shared/data
-  python -m experiments.vc_music --data_dir=../shared/data --cell=elman \
+  python -m experiments.vc_music --data_dir=DIR
+  python -m experiments.vc_music --data_dir=DIR --cell=elman \
       --hidden_size=250
 
 Tunes in the folk-rnn v3 tokenisation (``thesession/tunes_v3_valid.txt``,
@@ -21,10 +21,10 @@ valid tunes (``m_over_text.png``), the rate at which each kind gets one of
 the 5% largest m_t (``peak_rate_by_class``), all numbers in
 ``<workdir>/results.json``. Rerunning the command resumes.
 
-Reduced size on a 2-core CPU (BUILD_NOTES.md has every run)::
+Reduced size on a 2-core CPU (docs/results/vc.md has every run)::
 
   python -m experiments.vc_music \
-      --data_path=../shared/data/thesession/tunes_v3_valid.txt \
+      --data_path=DIR/thesession/tunes_v3_valid.txt \
       --hidden_size=128 --steps=1500 --eval_every=750 \
       --sharpness_every=150 --penalty_weight=0.1
 

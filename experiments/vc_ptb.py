@@ -2,13 +2,13 @@ r"""VCRNN paper Sec. 5.2.1 (Table 3, Fig. 2, 3): character and bit level PTB.
 
 The paper's configurations (D = 1024; for a GPU)::
 
-  python -m experiments.vc_ptb --data_dir=../shared/data --level=char \
+  python -m experiments.vc_ptb --data_dir=DIR --level=char \
       --cell=vcrnn                        # Table 3: VCRNN-1024, 1.46 bpc
-  python -m experiments.vc_ptb --data_dir=../shared/data --level=char \
+  python -m experiments.vc_ptb --data_dir=DIR --level=char \
       --cell=elman                        # RNN-1024: 1.47
-  python -m experiments.vc_ptb --data_dir=../shared/data --level=char \
+  python -m experiments.vc_ptb --data_dir=DIR --level=char \
       --cell=vcgru                        # VCGRU-1024: 1.42 at RNN-d 648
-  python -m experiments.vc_ptb --data_dir=../shared/data --level=bit \
+  python -m experiments.vc_ptb --data_dir=DIR --level=bit \
       --hidden_size=1000 [--buffer_bits=8|24]   # Table 3 middle, Fig. 2
 
 An embedding of size D feeds the cell (the paper's D-dimensional x_t), a
@@ -37,12 +37,12 @@ m_t (``m``) and RNN-d (``rnn_d`` from the dimensions the soft mask updates,
 Rerunning the same command resumes from the last checkpoint in the workdir
 (``runs/vc_ptb/cell=..._seed=0_<non-default flags>``).
 
-Reduced size on a 2-core CPU (BUILD_NOTES.md has every run)::
+Reduced size on a 2-core CPU (docs/results/vc.md has every run)::
 
-  python -m experiments.vc_ptb --data_dir=../shared/data --level=char \
+  python -m experiments.vc_ptb --data_dir=DIR --level=char \
       --cell=vcrnn --hidden_size=512 --steps=3000 --eval_every=1000 \
       --sharpness_every=300 --penalty_weight=0.1
-  python -m experiments.vc_ptb --data_dir=../shared/data --level=bit \
+  python -m experiments.vc_ptb --data_dir=DIR --level=bit \
       --hidden_size=256 --steps=3000 --eval_every=1500 \
       --sharpness_every=300 --max_symbols=4000000 --penalty_weight=0.01
 
