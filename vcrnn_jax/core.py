@@ -1,12 +1,15 @@
 """The cell protocol: a recurrent cell is a triple of pure functions.
 
 Like optax's ``GradientTransformation``, a :class:`Cell` is a ``NamedTuple`` of
-pure functions produced by a factory that closes over the hyperparameters::
+pure functions produced by a factory that closes over the hyperparameters:
 
-  cell = vcrnn_jax.cells.gru(hidden_size=32)
-  params = cell.init(jax.random.key(0), input_size=8)
-  state = cell.initial_state(batch_size=4)
-  state, y = cell.apply(params, state, x)        # x: [4, 8]
+>>> import jax, jax.numpy as jnp, vcrnn_jax
+>>> cell = vcrnn_jax.cells.gru(hidden_size=32)
+>>> params = cell.init(jax.random.key(0), input_size=8)
+>>> state = cell.initial_state(batch_size=4)
+>>> state, y = cell.apply(params, state, jnp.ones((4, 8)))
+>>> y.shape
+(4, 32)
 
 * ``init(key, input_size) -> params``: a pytree (nested dict) of arrays whose names
   and shapes each factory documents. Checkpoints depend on those names.

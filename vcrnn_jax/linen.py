@@ -339,11 +339,17 @@ class ACT(CellModule):
   per-step output is an :class:`vcrnn_jax.act.ACTOutput`; ``nn.RNN`` stacks it
   over time like any pytree. The carry is the inner cell's.
 
-  Example::
+  Example:
 
-    rnn = nn.RNN(linen.ACT(linen.GRU(64), output_size=10, max_steps=20))
-    variables = rnn.init(key, xs)                # xs: [batch, time, in]
-    out = rnn.apply(variables, xs)               # out.output: [B, T, 10]
+    >>> import jax, jax.numpy as jnp
+    >>> from flax import linen as nn
+    >>> from vcrnn_jax import linen
+    >>> rnn = nn.RNN(linen.ACT(linen.GRU(16), output_size=10, max_steps=20))
+    >>> xs = jnp.ones((2, 5, 3))                  # [batch, time, in]
+    >>> variables = rnn.init(jax.random.key(0), xs)
+    >>> out = rnn.apply(variables, xs)
+    >>> out.output.shape, out.ponder.shape
+    ((2, 5, 10), (2, 5))
   """
   inner: CellModule
   output_size: Optional[int] = None
@@ -399,11 +405,16 @@ class RNN(nn.Module):
   its outputs are zero. The returned carry is the one after each row's last
   real step.
 
-  Example::
+  Example:
 
-    rnn = linen.RNN(linen.ACT(linen.LSTM(64)))
-    ys = rnn.apply(variables, xs, seq_lengths=lengths)   # xs [B, T, F]
-    ponder = ys.ponder                                    # [B, T], 0 on pads
+    >>> import jax, jax.numpy as jnp
+    >>> from vcrnn_jax import linen
+    >>> rnn = linen.RNN(linen.ACT(linen.LSTM(16)))
+    >>> xs, lengths = jnp.ones((2, 5, 3)), jnp.array([5, 2])
+    >>> variables = rnn.init(jax.random.key(0), xs, seq_lengths=lengths)
+    >>> ys = rnn.apply(variables, xs, seq_lengths=lengths)
+    >>> ys.ponder[1, 2:]                          # row 1 is padding from t=2
+    Array([0., 0., 0.], dtype=float32)
   """
   cell: CellModule
   time_major: bool = False

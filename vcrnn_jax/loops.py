@@ -62,7 +62,17 @@ class LoopConfig:
       compact. Pays when a few rows run far longer than the rest.
 
   ``LoopConfig('scan')`` and the string ``'scan'`` are the same setting
-  wherever a ``loop`` argument is taken (:func:`as_loop_config`).
+  wherever a ``loop`` argument is taken (:func:`as_loop_config`):
+
+  >>> from vcrnn_jax import loops
+  >>> loops.as_loop_config('scan') == loops.LoopConfig('scan')
+  True
+  >>> loops.LoopConfig(checkpoints=4, save_residuals=True)
+  LoopConfig(kind='while', checkpoints=4, save_residuals=True, compact_rows=None)
+  >>> loops.LoopConfig('for')
+  Traceback (most recent call last):
+    ...
+  ValueError: loop must be 'while' or 'scan', got 'for'.
   """
   kind: str = 'while'
   checkpoints: int = 8

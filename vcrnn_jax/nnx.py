@@ -4,13 +4,14 @@ Each module holds its cell's params as :class:`flax.nnx.Param` leaves and
 calls the pure functions; no maths lives here. They subclass
 ``flax.nnx.RNNCellBase`` (``__call__(carry, inputs) -> (carry, y)``,
 ``initialize_carry``, ``num_feature_axes``), so they run inside
-``flax.nnx.RNN`` unchanged::
+``flax.nnx.RNN`` unchanged:
 
-  from flax import nnx
-  from vcrnn_jax import nnx as vnnx
-
-  cell = vnnx.GRU(8, 32, rngs=nnx.Rngs(0))   # in_features, hidden_features
-  ys = nnx.RNN(cell)(jnp.ones((4, 10, 8)))   # (4, 10, 32)
+>>> import jax.numpy as jnp
+>>> from flax import nnx
+>>> from vcrnn_jax import nnx as vnnx
+>>> cell = vnnx.GRU(8, 32, rngs=nnx.Rngs(0))   # in_features, hidden_features
+>>> nnx.RNN(cell)(jnp.ones((4, 10, 8))).shape
+(4, 10, 32)
 
 As NNX modules do, they create their params when built, so the input size is
 the first constructor argument (``GRU(in_features, hidden_features, *,
@@ -234,10 +235,14 @@ def to_params(module: Any) -> dict:
   computation. Also takes an ``nnx.State`` of a module's params, such as the
   gradients ``nnx.grad`` returns.
 
-  Example::
+  Example:
 
-    module = vnnx.GRU(4, 8, rngs=nnx.Rngs(0))
-    params = vnnx.to_params(module)   # {'input_kernel': (4, 24), ...}
+    >>> from flax import nnx
+    >>> from vcrnn_jax import nnx as vnnx
+    >>> module = vnnx.GRU(4, 8, rngs=nnx.Rngs(0))
+    >>> params = vnnx.to_params(module)
+    >>> params['input_kernel'].shape
+    (4, 24)
   """
   if isinstance(module, nnx.Module):
     module = nnx.state(module, nnx.Param)

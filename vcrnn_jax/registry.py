@@ -7,10 +7,18 @@ paper's word for the Elman cell, is an alias that its binaries keep.
 
 :func:`build_cell` builds one from its name, its hidden size and the keyword
 options of its factory, refusing an option the factory does not take (so a
-flag that a cell would ignore is an error, not a silent no-op)::
+flag that a cell would ignore is an error, not a silent no-op):
 
-  cell = registry.build_cell('ei_rehn', 20, max_depth=10)
-  registry.options('lstm')        # ('bias_init', 'forget_bias', ...)
+>>> from vcrnn_jax import registry
+>>> cell = registry.build_cell('ei_rehn', 20, max_depth=10)
+>>> 'forget_bias' in registry.options('lstm')
+True
+>>> registry.canonical('rnn')
+'elman'
+>>> registry.build_cell('gru', 20, max_depth=10)
+Traceback (most recent call last):
+  ...
+ValueError: cell 'gru' takes no option 'max_depth'; it takes ...
 
 ACT is not in the table: it wraps any of these (:func:`vcrnn_jax.act.adaptive`).
 """

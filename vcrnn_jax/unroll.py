@@ -71,11 +71,19 @@ def unroll(
     ValueError: ``xs`` is not ``[batch, time, features]`` with the state's
       batch (a time-major ``xs`` is named as such), or bad ``lengths``.
 
-  Example::
+  Example:
 
-    cell = vcrnn_jax.cells.gru(32)
-    params = cell.init(key, input_size=8)
-    state, ys = unroll(cell, params, cell.initial_state(4), xs)  # xs [4, T, 8]
+    >>> import jax, jax.numpy as jnp, vcrnn_jax
+    >>> cell = vcrnn_jax.cells.gru(32)
+    >>> params = cell.init(jax.random.key(0), input_size=8)
+    >>> xs = jnp.ones((4, 10, 8))                      # [batch, time, input]
+    >>> lengths = jnp.array([10, 7, 3, 1])
+    >>> final, ys = vcrnn_jax.unroll(cell, params, cell.initial_state(4), xs,
+    ...                              lengths)
+    >>> ys.shape
+    (4, 10, 32)
+    >>> bool(jnp.all(final.h[1] == ys[1, 6]))   # padding left row 1's state
+    True
   """
   context = as_context(context)
   if xs.ndim != 3:
