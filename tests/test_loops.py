@@ -47,7 +47,7 @@ def make_carry(seed=1, dtype=jnp.float64, batch=B):
 
 def body(params, c, x=0.0):
   # The bias and an [H] input get the batch axis explicitly.
-  x = x[None, :] if jnp.ndim(x) else x
+  x = x[None, :] if jnp.ndim(x) == 1 else x
   h = jnp.tanh(c.h @ params['U'] + params['b'][None, :] + x)
   p = jax.nn.sigmoid(h @ params['w'] + params['bh'])
   r = c.running
