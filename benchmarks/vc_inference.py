@@ -26,7 +26,7 @@ different sizes; that is where ``batch_groups`` can pay. ``--cell=vcgru``
 runs the VCGRU against the GRU instead.
 
 Usage (pin to one core: the machine is shared, and one core is what the
-numbers in BUILD_NOTES.md were taken on)::
+numbers in docs/performance.md were taken on)::
 
   taskset -c 1 python -m benchmarks.vc_inference          # ~2-3 minutes
   taskset -c 1 python -m benchmarks.vc_inference --cell=vcgru --batches=1

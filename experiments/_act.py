@@ -59,39 +59,40 @@ def define_flags(settings: Optional[Mapping[str, Any]], *,
                        upper=1.0)
   flags.DEFINE_float('halting_bias', 1.0, 'Initial bias b_h of the halting '
                      'unit (Eq. 5; paper: 1).')
-  flags.DEFINE_integer(
+  # The loop settings change the cost, not the maths: resumable.
+  _common.mark_resumable(flags.DEFINE_integer(
       'compact_rows', s.get('compact_rows'), 'With --loop=while: once at most '
       'half of the batch still ponders, continue on a half-size batch of those '
       'rows, halving down to this many rows, so a long pondering tail costs '
       'the rows it uses (0: never compact). Same maths either way; see '
-      'vcrnn_jax.act.adaptive.', lower_bound=0)
+      'vcrnn_jax.act.adaptive.', lower_bound=0))
   _common.define_positive_int(
       'ponder_slots', s.get('ponder_slots'), 'With --loop=while: ponder-step '
       'carries saved for the backward pass; up to this many steps are '
-      'differentiated without recomputation, and memory does not grow with M.')
-  flags.DEFINE_bool(
+      'differentiated without recomputation, and memory does not grow with M.',
+      resumable=True)
+  _common.mark_resumable(flags.DEFINE_bool(
       'save_residuals', s.get('save_residuals'), 'With --loop=while: also '
       'save each saved step\'s vjp residuals, so the backward pass does not '
       're-run it. Same maths; faster for short ponders of one-step sequences, '
-      'slower inside long sequences (BUILD_NOTES.md).')
-  flags.DEFINE_enum('loop', 'while', ['while', 'scan'], 'ACT pondering loop: '
-                    '"while" costs what it computes; "scan" is the masked '
-                    'reference over all M steps.')
-  _common.declare_resumable('loop', 'compact_rows', 'ponder_slots',
-                            'save_residuals')
+      'slower inside long sequences (BUILD_NOTES.md).'))
+  _common.mark_resumable(flags.DEFINE_enum(
+      'loop', 'while', ['while', 'scan'], 'ACT pondering loop: "while" costs '
+      'what it computes; "scan" is the masked reference over all M steps.'))
   if task_flags:
+    # How the result is evaluated and reported: resumable.
     _common.define_positive_int('eval_batch_size', 1000, 'Held-out sequences '
-                                'per evaluation batch (and per difficulty).')
+                                'per evaluation batch (and per difficulty).',
+                                resumable=True)
     _common.define_positive_int('eval_batches', 1, 'Held-out batches per '
-                                'evaluation (the same ones every time).')
-    flags.DEFINE_bool('difficulty_report', False, 'After training, evaluate '
-                      'the final params on --eval_batch_size fresh sequences '
-                      'at every difficulty (the x axis of the paper\'s Fig. '
-                      '6/10/14/19), print sequence error and ponder per '
-                      'difficulty and write <workdir>/difficulty.csv. '
-                      'Rerunning a finished run with it only evaluates.')
-    _common.declare_resumable('eval_batch_size', 'eval_batches',
-                              'difficulty_report')
+                                'evaluation (the same ones every time).',
+                                resumable=True)
+    _common.mark_resumable(flags.DEFINE_bool(
+        'difficulty_report', False, 'After training, evaluate the final '
+        'params on --eval_batch_size fresh sequences at every difficulty (the '
+        'x axis of the paper\'s Fig. 6/10/14/19), print sequence error and '
+        'ponder per difficulty and write <workdir>/difficulty.csv. Rerunning '
+        'a finished run with it only evaluates.'))
   _common.define_training_flags(
       steps=s.get('steps'), batch_size=s.get('batch_size'),
       learning_rate=s.get('learning_rate'), eval_every=s.get('eval_every'))
@@ -147,17 +148,23 @@ def report_difficulty(task_name: str, task_kwargs: Mapping[str, Any], model,
   return rows
 
 
-def main(name: str, task_name: str, task_kwargs: Mapping[str, Any]):
-  """Trains ``tasks.get(task_name, **task_kwargs)`` with the flags' settings."""
+def main(name: str, task_name: str, task_kwargs: Mapping[str, Any],
+         processes: distributed.Processes):
+  """Trains ``tasks.get(task_name, **task_kwargs)`` with the flags' settings.
+
+  ``processes`` is the run's handle, what :func:`_common.run` passes to the
+  binary's ``main``.
+  """
   model = model_config()
   task = tasks.get(task_name, **task_kwargs)   # Bad task flags fail first.
   experiment = act_tasks.task_experiment(
       task, model, batch_size=FLAGS.batch_size,
       eval_batch_size=FLAGS.eval_batch_size, eval_batches=FLAGS.eval_batches)
   run_dir = workdir(name)
-  result = _common.train(experiment, train_config(name), run_dir)
+  result = _common.train(experiment, train_config(name), run_dir,
+                         processes=processes)
   # Process 0 alone reports (the others wait for it at the end of the run).
-  if FLAGS.difficulty_report and distributed.is_chief():
+  if FLAGS.difficulty_report and processes.is_chief():
     report_difficulty(task_name, task_kwargs, model, result.params,
                       run_dir / 'difficulty.csv')
   return result

@@ -5,12 +5,13 @@ malformed or out of range) and a bad value found later (a ``ValueError`` from
 the library, a missing corpus, a workdir that cannot be written) end with one
 line on stderr and a non-zero exit status, never a traceback.
 
-A binary defines its own flags, then :func:`define_training_flags` (steps,
-batch, optimizer, evaluation, seed) with its paper's defaults, declares which
-of its own flags may change when a run resumes (:func:`declare_resumable`),
-and trains through :func:`train`, which guards the workdir: a workdir holding
-a checkpoint holds a run, recorded in ``<workdir>/flags.json`` with the first
-checkpoint, and resuming it under other run-defining flags is refused.
+A binary defines its own flags, marking those that may change when a run
+resumes where it defines them (:func:`mark_resumable`, or ``resumable=True``
+to the helpers here), then :func:`define_training_flags` (steps, batch,
+optimizer, evaluation, seed) with its paper's defaults, and trains through
+:func:`train`, which guards the workdir: a workdir holding a checkpoint holds
+a run, recorded in ``<workdir>/flags.json`` with the first checkpoint, and
+resuming it under other run-defining flags is refused.
 """
 
 import json
@@ -47,22 +48,23 @@ def _error_prefix() -> str:
   return f'{_prog()}: error: '
 
 
-def fail(message: str, status: int = 2, *, everywhere: bool = False) -> None:
+def fail(message: str, status: int = 2, *, everywhere: bool = False,
+         processes: distributed.Processes) -> None:
   """Prints ``message`` as one line on stderr and exits with ``status``.
 
-  In a run of several processes the others stop too. With ``everywhere``
-  every process raised this same error at the same point (a check agreed on
-  by all of them), so each just exits. Otherwise this process tells the
-  others (:func:`distributed.abort_peers`, they print ``process I failed:
-  <message>`` and exit) and exits at once.
+  In a run of several processes (``processes``) the others stop too. With
+  ``everywhere`` every process raised this same error at the same point (a
+  check agreed on by all of them), so each just exits. Otherwise this
+  process tells the others (:meth:`distributed.Processes.abort_peers`, they
+  print ``process I failed: <message>`` and exit) and exits at once.
   """
   sys.stderr.write(f'{_error_prefix()}{message}\n')
   sys.stderr.flush()
-  if distributed.is_multiprocess():
+  if processes.is_multiprocess():
     if everywhere:
-      distributed.stop_watching()
+      processes.stop_watching()
     else:
-      distributed.abort_peers(message)
+      processes.abort_peers(message)
       distributed.exit_now(status)
   sys.exit(status)
 
@@ -71,7 +73,8 @@ def _parse(argv):
   try:
     return FLAGS(argv)
   except flags.Error as e:
-    fail(str(e).splitlines()[0])
+    # Before any process starts: this one alone.
+    fail(str(e).splitlines()[0], processes=distributed.LOCAL)
 
 
 def _os_error_line(e: OSError) -> str:
@@ -93,68 +96,98 @@ def run(main: Callable) -> None:
   Also starts the processes of a multi-process run (the flags of
   :mod:`vcrnn_jax.training.distributed`) before ``main``, so that every
   binary runs as N processes without code of its own, and makes an error in
-  one of them end all of them (non-zero status, one line each).
+  one of them end all of them (non-zero status, one line each). ``main``
+  receives the run's handle (:class:`distributed.Processes`) instead of
+  ``argv`` (positional arguments are refused), and passes it to
+  :func:`train`, :func:`write_results` and whatever else needs it.
   """
   # JAX logs at INFO that it found no TPU; the console is for the progress bar.
   logging.getLogger('jax._src.xla_bridge').setLevel(logging.WARNING)
 
   def guarded(argv):
+    # This process alone until the others have joined.
+    processes = distributed.LOCAL
     if len(argv) > 1:
-      fail(f'unexpected positional arguments: {" ".join(argv[1:])}')
+      fail(f'unexpected positional arguments: {" ".join(argv[1:])}',
+           processes=processes)
     try:
-      _start_processes()
-      main(argv)
-      distributed.finish()
+      processes = _start_processes()
+      _check_processes(processes)
+      main(processes)
+      processes.finish()
     except distributed.AgreedError as e:
-      fail(_first_line(e), everywhere=True)
+      fail(_first_line(e), everywhere=True, processes=processes)
     except TrainingDiverged as e:
       # The loss is the same on every process: all of them stop here.
-      fail(str(e), status=1, everywhere=True)
+      fail(str(e), status=1, everywhere=True, processes=processes)
     except KeyboardInterrupt:
       fail('interrupted; rerun the same command to resume from the last '
-           'checkpoint.', status=130)
+           'checkpoint.', status=130, processes=processes)
     except Exception as e:  # pylint: disable=broad-exception-caught
-      _error(e)
+      _error(e, processes)
   app.run(guarded, flags_parser=_parse)
 
 
-def _error(e: Exception) -> None:
+def _error(e: Exception, processes: distributed.Processes) -> None:
   """Ends the run after ``e``: one line for bad values, else a traceback.
 
   In a run of several processes, an error here is often the echo of a peer
   that failed or died (a collective that lost its peer raises here): then
   that peer's failure is the line, and the others stop too.
   """
-  if distributed.exiting():
+  if processes.exiting():
     time.sleep(60)     # The watchdog is ending the process with its line.
-  problem = distributed.peer_failure(e)
+  problem = processes.peer_failure(e)
   if problem is not None:
-    fail(problem, status=1)
+    fail(problem, status=1, processes=processes)
   if isinstance(e, (ValueError, OSError)):
-    fail(_first_line(e))
-  if not distributed.is_multiprocess():
+    fail(_first_line(e), processes=processes)
+  if not processes.is_multiprocess():
     raise e
   traceback.print_exc()   # A bug: its traceback, and the others stop.
-  fail(_first_line(e), status=1)
+  fail(_first_line(e), status=1, processes=processes)
 
 
 # ----------------------------------------------------------------------------
-# Several processes (jax.distributed): the same flags for every binary.
+# Resumable flags.
 
-flags.DEFINE_string(
+
+def mark_resumable(holder: flags.FlagHolder) -> flags.FlagHolder:
+  """Marks the flag of ``holder`` as resumable; returns ``holder``.
+
+  A resumable flag may change when a run resumes: it says how long the run
+  trains, how the same maths is computed (a loop implementation), how
+  results are reported (evaluation sizes, plots) or where inputs and
+  processes are, never what is trained. Every other flag of a binary
+  defines its run (:func:`run_defining_flags`). The mark is an attribute of
+  the absl flag itself, set where the flag is defined::
+
+    _common.mark_resumable(flags.DEFINE_bool('plots', True, 'Draw plots.'))
+  """
+  FLAGS[holder.name].resumable = True
+  return holder
+
+
+# ----------------------------------------------------------------------------
+# Several processes (jax.distributed): the same flags for every binary (all
+# resumable: a run may resume on other processes).
+
+mark_resumable(flags.DEFINE_string(
     'coordinator_address', None, 'HOST:PORT of process 0 of a multi-process '
     'run (jax.distributed.initialize); unset: one process. Start the same '
-    'command on every process with its own --process_id.')
-flags.DEFINE_integer('num_processes', None, 'Number of processes of a '
-                     'multi-process run.', lower_bound=1)
-flags.DEFINE_integer('process_id', None, 'This process, in 0..num_processes-1.',
-                     lower_bound=0)
-flags.DEFINE_bool('distributed', False, 'Let JAX detect the processes of a '
-                  'cluster job (SLURM, Open MPI, TPU pods) instead of the three '
-                  'flags above.')
-flags.DEFINE_float('connect_timeout', distributed.CONNECT_TIMEOUT_S,
-                   'Seconds the processes of a multi-process run wait for each '
-                   'other at start; past it each ends with one line.')
+    'command on every process with its own --process_id.'))
+mark_resumable(flags.DEFINE_integer(
+    'num_processes', None, 'Number of processes of a multi-process run.',
+    lower_bound=1))
+mark_resumable(flags.DEFINE_integer(
+    'process_id', None, 'This process, in 0..num_processes-1.', lower_bound=0))
+mark_resumable(flags.DEFINE_bool(
+    'distributed', False, 'Let JAX detect the processes of a cluster job '
+    '(SLURM, Open MPI, TPU pods) instead of the three flags above.'))
+mark_resumable(flags.DEFINE_float(
+    'connect_timeout', distributed.CONNECT_TIMEOUT_S, 'Seconds the processes '
+    'of a multi-process run wait for each other at start; past it each ends '
+    'with one line.'))
 flags.register_validator(
     'connect_timeout', lambda v: math.isfinite(v) and v > 0,
     message='--connect_timeout must be a finite number > 0')
@@ -171,14 +204,14 @@ def _process_flags() -> dict:
        if f.name not in _PER_PROCESS}, default=str))
 
 
-def _check_same_flags() -> None:
+def _check_same_flags(processes: distributed.Processes) -> None:
   """Refuses processes started with different flags (one line on all).
 
   Not only the run-defining flags: a process with another ``--steps`` would
   stop while its peers wait for it in the next step's all-reduce.
   """
   mine = _process_flags()
-  every = [json.loads(v) for v in distributed.agree(
+  every = [json.loads(v) for v in processes.agree(
       'the flags check', json.dumps(mine, sort_keys=True))]
   chief = every[0]
   for j, other in enumerate(every[1:], start=1):
@@ -193,21 +226,33 @@ def _check_same_flags() -> None:
           'differs).')
 
 
-def _start_processes() -> None:
-  if not distributed.initialize(
+def _start_processes() -> distributed.Processes:
+  return distributed.initialize(
       coordinator_address=FLAGS.coordinator_address,
       num_processes=FLAGS.num_processes, process_id=FLAGS.process_id,
       auto=FLAGS.distributed, timeout_s=FLAGS.connect_timeout,
-      error_prefix=_error_prefix()):
+      error_prefix=_error_prefix())
+
+
+def _check_processes(processes: distributed.Processes) -> None:
+  """Refuses processes started with other flags; says who joined."""
+  if not processes.is_multiprocess():
     return
-  _check_same_flags()
-  if not distributed.is_chief():
+  _check_same_flags(processes)
+  if not processes.is_chief():
     print(f'process {jax.process_index()} of {jax.process_count()}: joined; '
           'process 0 shows progress and writes the files.', flush=True)
 
 
-def define_positive_int(name: str, default: Optional[int], help_: str) -> None:
-  flags.DEFINE_integer(name, default, help_, lower_bound=1)
+def define_positive_int(name: str, default: Optional[int], help_: str, *,
+                        resumable: bool = False) -> None:
+  """An integer flag that must be >= 1 (or None: unset).
+
+  ``resumable``: it may change when a run resumes (:func:`mark_resumable`).
+  """
+  holder = flags.DEFINE_integer(name, default, help_, lower_bound=1)
+  if resumable:
+    mark_resumable(holder)
 
 
 def _finite(lower: float, strict: bool) -> Callable[[float], bool]:
@@ -219,12 +264,16 @@ def _finite(lower: float, strict: bool) -> Callable[[float], bool]:
 
 def define_float(name: str, default: Optional[float], help_: str, *,
                  lower: float = 0.0, strict: bool = False,
-                 upper: Optional[float] = None) -> None:
+                 upper: Optional[float] = None,
+                 resumable: bool = False) -> None:
   """A float flag that must be finite and ``>= lower`` (``> lower`` if strict).
 
   A ``None`` default means "unset" (the binary picks a value) and passes.
+  ``resumable``: it may change when a run resumes (:func:`mark_resumable`).
   """
-  flags.DEFINE_float(name, default, help_)
+  holder = flags.DEFINE_float(name, default, help_)
+  if resumable:
+    mark_resumable(holder)
   op = '>' if strict else '>='
   bound = f'{op} {lower:g}' + (f' and < {upper:g}' if upper is not None
                                else '')
@@ -235,11 +284,12 @@ def define_float(name: str, default: Optional[float], help_: str, *,
 
 
 def define_workdir(default_help: str) -> None:
-  flags.DEFINE_string(
+  """``--workdir`` (resumable: a run may be moved to another folder)."""
+  mark_resumable(flags.DEFINE_string(
       'workdir', None,
       'Directory for checkpoints, metrics.jsonl and TensorBoard events. '
       'Rerunning with the same workdir resumes from its latest checkpoint. '
-      f'Default: {default_help}.')
+      f'Default: {default_help}.'))
   flags.register_validator(
       'workdir', lambda v: v is None or not os.path.exists(v) or os.path.isdir(v),
       message='--workdir exists and is not a directory')
@@ -258,8 +308,9 @@ def define_training_flags(*, steps: Optional[int], batch_size: Optional[int],
   ``seed_flag=False`` leaves out ``--seed``, for binaries that train several
   seeds (``--seeds``) and pass each to :func:`train_config`.
   """
+  # Resumable: how long a run trains, how often it is evaluated and saved.
   define_positive_int('steps', steps, 'Number of training steps (weight '
-                      'updates).')
+                      'updates).', resumable=True)
   define_positive_int('batch_size', batch_size, 'Sequences per training '
                       'batch (split across all devices, of all processes).')
   flags.DEFINE_enum('optimizer', optimizer, list(OPTIMIZERS), 'Optimizer: '
@@ -281,12 +332,13 @@ def define_training_flags(*, steps: Optional[int], batch_size: Optional[int],
                'global norm (default: no clipping unless the paper clips).',
                strict=True)
   define_positive_int('eval_every', eval_every, 'Evaluate (and write '
-                      'metrics.jsonl / TensorBoard) every this many steps.')
+                      'metrics.jsonl / TensorBoard) every this many steps.',
+                      resumable=True)
   define_positive_int('checkpoint_every', None, 'Save a checkpoint every this '
                       'many steps (default: --eval_every). The last step is '
-                      'always saved.')
+                      'always saved.', resumable=True)
   define_positive_int('keep_checkpoints', keep_checkpoints, 'How many recent '
-                      'checkpoints to keep.')
+                      'checkpoints to keep.', resumable=True)
   if seed_flag:
     flags.DEFINE_integer('seed', 0, 'Seed of parameter init, of the training '
                          'data stream and of dropout (same seed, same '
@@ -319,19 +371,12 @@ def train_config(desc: str, **overrides) -> TrainConfig:
 # ----------------------------------------------------------------------------
 # The workdir and its resume guard.
 
-# Flags that may change when any run resumes: how long it trains, how it is
-# evaluated or saved, where its data and processes are; never what is
-# trained. Each binary adds its own with declare_resumable().
-_RESUMABLE = {'steps', 'eval_every', 'checkpoint_every', 'keep_checkpoints',
-              'workdir', 'data_dir', 'coordinator_address', 'num_processes',
-              'process_id', 'distributed', 'connect_timeout'}
-
 RUN_FLAGS_FILENAME = 'flags.json'
 
 
 def define_seeds(default: str, help_: str) -> None:
   """``--seeds``: comma-separated integers and ranges ``a-b`` (resumable)."""
-  flags.DEFINE_string('seeds', default, help_)
+  mark_resumable(flags.DEFINE_string('seeds', default, help_))
 
   def check(value):
     try:
@@ -341,7 +386,6 @@ def define_seeds(default: str, help_: str) -> None:
     return True
 
   flags.register_validator('seeds', check)
-  declare_resumable('seeds')
 
 
 def parse_seeds(text: str) -> tuple[int, ...]:
@@ -349,20 +393,14 @@ def parse_seeds(text: str) -> tuple[int, ...]:
   return sweep.parse_ints('seeds', text)
 
 
-def declare_resumable(*names: str) -> None:
-  """Declares flags of this binary that may change when a run resumes.
-
-  For flags that change how the same maths is computed (a loop
-  implementation), how results are reported (evaluation sizes, plots) or
-  where inputs are read, never what is trained.
-  """
-  _RESUMABLE.update(names)
-
-
 def run_defining_flags() -> list:
-  """The binary's flags that define what is trained, sorted by name."""
+  """The binary's flags that define what is trained, sorted by name.
+
+  Its key flags less those marked resumable (:func:`mark_resumable`).
+  """
   return sorted((f for f in FLAGS.get_key_flags_for_module(sys.argv[0])
-                 if f.name not in _RESUMABLE), key=lambda f: f.name)
+                 if not getattr(f, 'resumable', False)),
+                key=lambda f: f.name)
 
 
 def default_workdir(name: str, leading: Iterable[str] = ('seed',)
@@ -451,7 +489,7 @@ def _run_flags_error(workdir: pathlib.Path) -> Optional[str]:
           'flags to resume it, or pass another --workdir.')
 
 
-def check_run_flags(workdir) -> None:
+def check_run_flags(workdir, *, processes: distributed.Processes) -> None:
   """Refuses to resume a run in ``workdir`` under other run-defining flags.
 
   A workdir holding a checkpoint holds a run, whose flags
@@ -474,10 +512,10 @@ def check_run_flags(workdir) -> None:
     if error:
       raise ValueError(error)
 
-  distributed.check_everywhere('the workdir check', check)
+  processes.check_everywhere('the workdir check', check)
 
 
-def record_run_flags(workdir) -> None:
+def record_run_flags(workdir, *, processes: distributed.Processes) -> None:
   """Writes the run-defining flags to ``<workdir>/flags.json``.
 
   Called with the first checkpoint of a process; :func:`check_run_flags`
@@ -491,17 +529,17 @@ def record_run_flags(workdir) -> None:
     distributed.AgreedError: a process does not find its flags there.
   """
   path = pathlib.Path(workdir) / RUN_FLAGS_FILENAME
-  if distributed.is_chief():
+  if processes.is_chief():
     atomic_write(path, json.dumps(_current_run_flags(), indent=1,
                                   sort_keys=True) + '\n')
-  if not distributed.is_multiprocess():
+  if not processes.is_multiprocess():
     return
-  distributed.agree(f'{RUN_FLAGS_FILENAME} written', '')
+  processes.agree(f'{RUN_FLAGS_FILENAME} written', '')
   try:
     ok = json.loads(path.read_text()) == _current_run_flags()
   except (OSError, ValueError):
     ok = False
-  views = distributed.agree(f'{RUN_FLAGS_FILENAME} read', 'ok' if ok else '')
+  views = processes.agree(f'{RUN_FLAGS_FILENAME} read', 'ok' if ok else '')
   blind = [str(j) for j, v in enumerate(views) if not v]
   if blind:
     raise distributed.AgreedError(
@@ -510,25 +548,26 @@ def record_run_flags(workdir) -> None:
         'a filesystem they all share.')
 
 
-def train(experiment: Experiment, config: TrainConfig, workdir) -> TrainResult:
+def train(experiment: Experiment, config: TrainConfig, workdir, *,
+          processes: distributed.Processes) -> TrainResult:
   """:func:`train_and_evaluate` with the workdir guard of this binary's flags.
 
-  With several processes, every process calls it (with the same flags and a
-  shared workdir); process 0 writes the files.
+  With several processes, every process calls it (with the same flags, its
+  handle and a shared workdir); process 0 writes the files.
   """
   workdir = prepare_workdir(workdir)
-  distributed.check_shared_folder(workdir)
-  check_run_flags(workdir)
+  processes.check_shared_folder(workdir)
+  check_run_flags(workdir, processes=processes)
   recorded = []
 
   def on_checkpoint(step):
     del step
     if not recorded:
-      record_run_flags(workdir)
+      record_run_flags(workdir, processes=processes)
       recorded.append(True)
 
   return train_and_evaluate(experiment, config, workdir,
-                            on_checkpoint=on_checkpoint)
+                            on_checkpoint=on_checkpoint, processes=processes)
 
 
 # ----------------------------------------------------------------------------
@@ -569,14 +608,15 @@ def _json_ready(value):
   return value
 
 
-def write_results(workdir, results: dict) -> pathlib.Path:
+def write_results(workdir, results: dict, *,
+                  processes: distributed.Processes) -> pathlib.Path:
   """Writes ``<workdir>/results.json`` (strict JSON: NaN becomes null).
 
   Binaries call this before any plot, so a plot that fails loses no
   number. Only process 0 writes.
   """
   path = pathlib.Path(workdir) / RESULTS_FILENAME
-  if distributed.is_chief():
+  if processes.is_chief():
     atomic_write(path, json.dumps(_json_ready(results), indent=1,
                                   allow_nan=False) + '\n')
     print(f'wrote {path}', flush=True)

@@ -20,12 +20,11 @@ def define_model_flags(*, cell_help: str, hidden_size: int, hidden_help: str,
   _common.define_positive_int('max_depth', 10, 'R_max of srehn and ei_rehn.')
   _common.define_positive_int('hyper_size', None, 'D_z of ei_rehn (default '
                               'ceil(D_h / 2)).')
-  flags.DEFINE_enum('loop', 'while', ['while', 'scan'], 'Elastic depth loop: '
-                    '"while" costs the realized depth; "scan" is the masked '
-                    'reference over R_max.')
+  _common.mark_resumable(flags.DEFINE_enum(
+      'loop', 'while', ['while', 'scan'], 'Elastic depth loop: "while" costs '
+      'the realized depth; "scan" is the masked reference over R_max.'))
   _common.define_positive_int('ponder_slots', 8, 'Backward-pass slots of the '
-                              'elastic depth loop.')
-  _common.declare_resumable('loop', 'ponder_slots')
+                              'elastic depth loop.', resumable=True)
 
 
 # The model flags each cell reads; any other, given, is refused.

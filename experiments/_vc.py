@@ -19,8 +19,7 @@ Why the scheduler is clipped apart: its gradient grows with lambda * D
 the global gradient norm of 1,541, so one global clip divides every other
 parameter's gradient by ~1,500 where an Elman network's is divided by ~50.
 Clipped apart, VCRNN-512 reaches 1.808 and 1.881 valid bpc instead of
-1.920 and 1.920 (seeds 0, 1) on char PTB at 3,000 updates (BUILD_NOTES.md,
-VCRNN, fifth session).
+1.920 and 1.920 (seeds 0, 1) on char PTB at 3,000 updates (docs/results/vc.md).
 """
 
 import pathlib
@@ -95,18 +94,17 @@ def define_flags(*, cell: str, hidden_size: int, epochs: int,
                     'default, at the reduced command).')
   _common.define_positive_int('max_symbols', None, 'Keep only the first '
                               'this many symbols of each split (quick runs).')
+  # How the result is evaluated and analysed: resumable.
   _common.define_positive_int('eval_batch_size', 64, 'Rows of the held-out '
                               'stream evaluation (every symbol is counted '
-                              'once, the state carried).')
-  flags.DEFINE_integer('analysis_symbols', analysis_symbols, 'After '
-                       'training, measure mean m_t per symbol class over '
-                       'this many valid symbols (0: no analysis).',
-                       lower_bound=0)
-  flags.DEFINE_integer('plot_symbols', plot_symbols, 'After training, plot '
-                       'm_t over this many valid symbols (0: no plot).',
-                       lower_bound=0)
-  _common.declare_resumable('eval_batch_size', 'analysis_symbols',
-                            'plot_symbols')
+                              'once, the state carried).', resumable=True)
+  _common.mark_resumable(flags.DEFINE_integer(
+      'analysis_symbols', analysis_symbols, 'After training, measure mean m_t '
+      'per symbol class over this many valid symbols (0: no analysis).',
+      lower_bound=0))
+  _common.mark_resumable(flags.DEFINE_integer(
+      'plot_symbols', plot_symbols, 'After training, plot m_t over this many '
+      'valid symbols (0: no plot).', lower_bound=0))
   _common.define_training_flags(steps=None, batch_size=batch_size,
                                 learning_rate=1e-3, eval_every=None,
                                 grad_clip_norm=1.0)
@@ -196,6 +194,7 @@ def train_and_analyse(
     metric: str = 'bpc',
     bits: Optional[Mapping[str, Any]] = None,
     leading: Sequence[str] = ('cell', 'seed'),
+    processes: distributed.Processes,
 ) -> dict:
   """Trains the flags' model, evaluates the test split, analyses m_t.
 
@@ -212,6 +211,8 @@ def train_and_analyse(
     bits: bit-level analysis: ``{'positions': valid bit positions,
       'period': bits per character, 'chars': valid char symbols}``.
     leading: flags named first in the default workdir.
+    processes: the run's processes (what :func:`_common.run` passes to
+      ``main``).
 
   Returns:
     ``{'model', 'step', 'sharpness', 'parameters', 'valid': held-out
@@ -242,7 +243,8 @@ def train_and_analyse(
       clip_apart=(('scheduler',) if FLAGS.clip_scheduler_apart and
                   spec.has_scheduler else ()))
   workdir = _common.default_workdir(name, leading=leading)
-  result = _common.train(task.experiment, config, workdir)
+  result = _common.train(task.experiment, config, workdir,
+                         processes=processes)
   test = task.evaluate_stream(result.params, test_stream, result.step)
   valid = dict(result.metrics)
   out = {'model': spec.name, 'step': result.step,
@@ -259,13 +261,13 @@ def train_and_analyse(
         f'{value(test):.4f}, mean m_t {test["m"]:.3f}, RNN-d '
         f'{test["rnn_d"]:.0f} (from m_t: {test["rnn_d_m"]:.0f}), '
         f'{out["parameters"] / 1e6:.2f}M params, step {result.step}')
-  if not distributed.is_chief():
+  if not processes.is_chief():
     return out
   plots = []
   if spec.has_scheduler:
     out['analysis'], plots = _analyse(task, spec, result, workdir,
                                       valid_stream, decode, classes, bits)
-  _common.write_results(workdir, vc_lm.summary(out))
+  _common.write_results(workdir, vc_lm.summary(out), processes=processes)
   for what, draw in plots:
     path = _common.plot(what, draw)
     if path is not None:

@@ -12,7 +12,7 @@ cross-entropy, batch 32, ACT with M=20 (as in the paper), epsilon=0.01, halting
 bias 1. Reports sequence error rate and mean ponder on 1,000 held-out
 sequences; ``--act=false`` is the baseline.
 
-Results on a 2-core CPU (BUILD_NOTES.md has the log): reduced size only.
+Results on a 2-core CPU (docs/results/act.md has the log): reduced size only.
 ``--hidden_size=128 --steps=30000 --eval_every=2000`` gives 78.6% sequence
 error with ACT (ponder 17.2 of M=20, 1059 s on one core) and 78.3% without
 (85 s): at this size and budget neither learns much beyond the length-1
@@ -49,10 +49,10 @@ flags.adopt_module_key_flags(_act)
 FLAGS = flags.FLAGS
 
 
-def main(argv):
-  del argv
+def main(processes):
   _act.main('act_addition', 'addition',
-            dict(max_len=FLAGS.max_len, max_digits=FLAGS.max_digits))
+            dict(max_len=FLAGS.max_len, max_digits=FLAGS.max_digits),
+            processes)
 
 
 if __name__ == '__main__':

@@ -13,7 +13,7 @@ Reports the sequence error rate and the mean ponder on 1,000 held-out
 sequences. ``--act=false`` is the no-ACT baseline (paper: ~20% error; ACT with
 tau <= 0.01: virtually zero).
 
-Results on a 2-core CPU (BUILD_NOTES.md has the log): this command (60k
+Results on a 2-core CPU (docs/results/act.md has the log): this command (60k
 steps by default) reached **0.2% sequence error** (0.17% on 10,000 held-out
 sequences; the paper: virtually zero, a reproduction: 0-0.2%), first below
 1% at 45k steps. The ponder climbs to ~73 of M=100 early on (tau=1e-3) and
@@ -52,10 +52,10 @@ flags.adopt_module_key_flags(_act)
 FLAGS = flags.FLAGS
 
 
-def main(argv):
-  del argv
+def main(processes):
   _act.main('act_logic', 'logic',
-            dict(max_len=FLAGS.max_len, num_gates=FLAGS.num_gates))
+            dict(max_len=FLAGS.max_len, num_gates=FLAGS.num_gates),
+            processes)
 
 
 if __name__ == '__main__':

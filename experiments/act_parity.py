@@ -13,7 +13,7 @@ paper's baseline (the same network without ACT; with one input step its
 recurrence is unused and it is a one-hidden-layer feed-forward net).
 ``--difficulty_report`` adds error and ponder per number of bits (Fig. 6).
 
-Results on a 2-core CPU (CPU-2 in BUILD_NOTES.md, which has the full logs):
+Results on a 2-core CPU (CPU-2; docs/results/act.md has the full logs):
 
 * This command (flax's initialisation, the library default): 13.9%
   sequence error at 90k steps, 1.7% at 110k, 0.2% at 200k and 300k
@@ -60,10 +60,10 @@ flags.adopt_module_key_flags(_act)
 FLAGS = flags.FLAGS
 
 
-def main(argv):
-  del argv
+def main(processes):
   _act.main('act_parity', 'parity',
-            dict(bits=FLAGS.bits, layout=FLAGS.layout))
+            dict(bits=FLAGS.bits, layout=FLAGS.layout),
+            processes)
 
 
 if __name__ == '__main__':

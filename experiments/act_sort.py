@@ -11,7 +11,7 @@ in ascending order (15-way softmax). Single-layer LSTM with 512 cells, batch
 and mean ponder on 1,000 held-out sequences (paper: ~12% without ACT, ~6% for
 the best tau); ``--act=false`` is the baseline.
 
-Results on a 2-core CPU (BUILD_NOTES.md has the log): reduced size only.
+Results on a 2-core CPU (docs/results/act.md has the log): reduced size only.
 ``--hidden_size=128 --steps=30000 --eval_every=2000`` gives 54.4% sequence
 error with ACT (ponder 3.3, 628 s on one core) and 55.9% without (163 s);
 3.5% of length-2 sequences are wrong, all of length 15. The paper's 6% / 12%
@@ -41,10 +41,10 @@ flags.adopt_module_key_flags(_act)
 FLAGS = flags.FLAGS
 
 
-def main(argv):
-  del argv
+def main(processes):
   _act.main('act_sort', 'sort',
-            dict(min_len=FLAGS.min_len, max_len=FLAGS.max_len))
+            dict(min_len=FLAGS.min_len, max_len=FLAGS.max_len),
+            processes)
 
 
 if __name__ == '__main__':

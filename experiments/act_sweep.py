@@ -31,7 +31,7 @@ last checkpoint, and CSV rows are replaced, never duplicated. More taus or
 seeds extend the sweep; a larger ``--steps`` continues every run.
 ``--plot_only`` redraws the figures from the CSVs.
 
-Results on CPU-2 (2-core CPU; BUILD_NOTES.md has the tables)::
+Results on CPU-2 (2-core CPU; docs/results/act.md has the tables)::
 
   python -m experiments.act_sweep --task=parity --taus=1e-2,3e-2,1e-1 \
       --seeds=0 --steps=100000 --eval_every=10000
@@ -60,7 +60,6 @@ from vcrnn_jax import tasks
 from vcrnn_jax.papers.act import sweep as act_sweep
 from vcrnn_jax.papers.act import plots
 from vcrnn_jax.analysis import sweep
-from vcrnn_jax.training import distributed
 
 _TASK_LINE = '; '.join(
     f'{name}: {d["cell"]} {d["hidden_size"]}, batch {d["batch_size"]}, '
@@ -128,22 +127,21 @@ flags.register_validator(
     _list_validator(lambda v: sweep.parse_ints('difficulties', v, low=1)))
 
 
-def _plot(results, difficulty, workdir) -> None:
+def _plot(results, difficulty, workdir, processes) -> None:
   try:   # matplotlib is optional; plots imports it only here.
     paths = plots.plot_sweep(results, difficulty, workdir, task=FLAGS.task)
   except ImportError as e:
     _common.fail(f'{e} The CSVs are written; rerun with --plot_only once it '
-                 'is installed.')
+                 'is installed.', processes=processes)
   for path in paths:
     print(f'Wrote {path}', flush=True)
 
 
-def main(argv):
-  del argv
+def main(processes):
   workdir = pathlib.Path(FLAGS.workdir or
                          pathlib.Path('runs', 'act_sweep', FLAGS.task))
   # Several processes train each run together; process 0 reports.
-  chief = distributed.is_chief()
+  chief = processes.is_chief()
   if FLAGS.plot_only:
     if not chief:
       return
@@ -155,7 +153,7 @@ def main(argv):
           'run the sweep first (or pass the --task it was run with).')
     difficulty = [r for r in sweep.read_rows(
         workdir / act_sweep.DIFFICULTY_FILENAME) if r['task'] == FLAGS.task]
-    _plot(results, difficulty, workdir)
+    _plot(results, difficulty, workdir, processes)
     return
   parity_kwargs = {k: v for k, v in
                    (('bits', FLAGS.bits), ('layout', FLAGS.layout))
@@ -193,7 +191,8 @@ def main(argv):
                              baseline=FLAGS.baseline)
   summary = act_sweep.run_sweep(
       config, runs, workdir,
-      log=(lambda line: print(line, flush=True)) if chief else (lambda _: None))
+      log=(lambda line: print(line, flush=True)) if chief else (lambda _: None),
+      processes=processes)
   if not chief:
     return
   print(f'{len(summary.trained)} trained, {len(summary.restored)} restored, '
@@ -201,7 +200,7 @@ def main(argv):
         f'diverged; rows in {workdir / act_sweep.RESULTS_FILENAME} and '
         f'{workdir / act_sweep.DIFFICULTY_FILENAME}.', flush=True)
   if summary.results:
-    _plot(summary.results, summary.difficulty, workdir)
+    _plot(summary.results, summary.difficulty, workdir, processes)
 
 
 if __name__ == '__main__':

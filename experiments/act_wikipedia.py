@@ -19,13 +19,13 @@ valid split. After training, ``--plot_ponder_bytes=N`` plots the ponder
 ``<workdir>/ponder_over_text.png``; rerunning with the same ``--steps`` and
 ``--workdir`` restores the checkpoint and only plots.
 
-Reduced size on a 2-core CPU (see BUILD_NOTES.md for the numbers)::
+Reduced size on a 2-core CPU (see docs/results/act.md for the numbers)::
 
   python -m experiments.act_wikipedia \
-      --data_path=../shared/data/text/tinyshakespeare.txt \
+      --data_path=DIR/text/tinyshakespeare.txt \
       --hidden_size=128 --seq_len=100 --batch_size=16 --steps=2000
 
-Results (CPU-2, BUILD_NOTES.md has the log): no enwik8 here and no GPU, so
+Results (CPU-2, docs/results/act.md has the log): no enwik8 here and no GPU, so
 only a reduced run on tinyshakespeare: ``--data_path=.../tinyshakespeare.txt
 --hidden_size=128 --seq_len=100 --batch_size=16 --steps=300 --eval_every=100
 --max_steps=20`` gives 3.85 bits per character on held-out windows with ACT
@@ -44,40 +44,39 @@ from experiments import _common
 from vcrnn_jax import data
 from vcrnn_jax.papers.act import lm as act_lm
 from vcrnn_jax.papers.act import tasks as act_tasks
-from vcrnn_jax.training import distributed
 
 flags.DEFINE_enum('data', 'enwik8', ['enwik8', 'bytes', 'text'], 'Corpus: '
                   '"enwik8" (the paper\'s; bytes), "bytes" (any file as raw '
                   'bytes, split like enwik8) or "text" (any UTF-8 file, a '
                   'character vocabulary; split 90/5/5 at line starts); the '
                   'last two read --data_path.')
-flags.DEFINE_string('data_dir', None, 'Folder holding enwik8 or enwik8.zip '
-                    '(or <data_dir>/enwik8/); bypasses downloading.')
+_common.mark_resumable(flags.DEFINE_string(
+    'data_dir', None, 'Folder holding enwik8 or enwik8.zip (or '
+    '<data_dir>/enwik8/); bypasses downloading.'))
 flags.DEFINE_enum('split_unit', 'line', ['line', 'char'], 'With --data=text: '
                   'cut the split at line starts (no line straddles two '
                   'splits) or at any character (files of few, long lines).')
-flags.DEFINE_string('data_path', None, 'The file of --data=bytes or '
-                    '--data=text (with --data=enwik8 it means --data=bytes).')
+_common.mark_resumable(flags.DEFINE_string(
+    'data_path', None, 'The file of --data=bytes or --data=text (with '
+    '--data=enwik8 it means --data=bytes).'))
 _common.define_positive_int('max_bytes', None, 'Read only the first this many '
                             'bytes of the corpus (quick runs).')
 _common.define_positive_int('seq_len', 500, 'Bytes per training window '
                             '(paper: 500).')
 _common.define_positive_int('eval_windows', 64, 'Held-out windows of the '
-                            'valid split per evaluation.')
-flags.DEFINE_integer('plot_ponder_bytes', 0, 'After training, plot the ponder '
-                     'over this many bytes of the valid split (Fig. 23); 0: no '
-                     'plot.', lower_bound=0)
+                            'valid split per evaluation.', resumable=True)
+_common.mark_resumable(flags.DEFINE_integer(
+    'plot_ponder_bytes', 0, 'After training, plot the ponder over this many '
+    'bytes of the valid split (Fig. 23); 0: no plot.', lower_bound=0))
 _act.define_flags(act_tasks.WIKIPEDIA_SETTINGS, task_flags=False)
 _act.define_workdir('act_wikipedia')
-_common.declare_resumable('data_path', 'eval_windows', 'plot_ponder_bytes')
 # Shared flags are key flags of this binary, so --help lists them.
 flags.adopt_module_key_flags(_common)
 flags.adopt_module_key_flags(_act)
 FLAGS = flags.FLAGS
 
 
-def main(argv):
-  del argv
+def main(processes):
   model = _act.model_config()
   kind = 'bytes' if FLAGS.data == 'enwik8' and FLAGS.data_path else FLAGS.data
   if FLAGS.split_unit != 'line' and kind != 'text':
@@ -98,8 +97,8 @@ def main(argv):
       eval_windows=FLAGS.eval_windows)
   workdir = _act.workdir('act_wikipedia')
   result = _common.train(task.experiment, _act.train_config('act_wikipedia'),
-                         workdir)
-  if FLAGS.plot_ponder_bytes and distributed.is_chief():
+                         workdir, processes=processes)
+  if FLAGS.plot_ponder_bytes and processes.is_chief():
     from vcrnn_jax.papers.act import plots  # pylint: disable=g-import-not-at-top
     text = ds.valid[:FLAGS.plot_ponder_bytes + 1]
     ponder = act_lm.ponder_over_text(task, result.params, text)

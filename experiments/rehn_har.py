@@ -2,7 +2,7 @@ r"""EI-REHN paper Section 4.2 (Table 2): human activity recognition on UCI HAR.
 
 The command (EI-REHN-48, the paper's best row)::
 
-  python -m experiments.rehn_har --data_dir=../shared/data --cell=ei_rehn \
+  python -m experiments.rehn_har --data_dir=DIR --cell=ei_rehn \
       --hidden_size=48
 
 reads UCI HAR (9 inertial channels x 128 steps, 6 activities) with
@@ -23,23 +23,24 @@ Baselines from the same binary: ``--cell=lstm --hidden_size=32``,
 A reduced run on a 2-core CPU (2 of the 100 epochs, one seed; it writes
 ``results.json``, ``confusion.csv`` and both depth plots)::
 
-  python -m experiments.rehn_har --data_dir=../shared/data --cell=ei_rehn \
+  python -m experiments.rehn_har --data_dir=DIR --cell=ei_rehn \
       --hidden_size=48 --seeds=0 --epochs=2
 
 On CPU-2 it reaches 82.54% test accuracy in 187 s on one core; at this
 stage the three walking classes are confused with each other, and SITTING
 with STANDING.
 
-Results (CPU-2): BUILD_NOTES.md "EI-REHN Table 2" has every run with its
+Results (CPU-2): docs/results/rehn.md has every run with its
 command (EI-REHN-48 at 30 epochs: 91.29%).
 
-Data: the shared UCI HAR is rebuilt from the HAPT recordings with UCI HAR's
+Data: this UCI HAR copy is rebuilt from the HAPT recordings with UCI HAR's
 recipe (7,415 / 2,996 windows against UCI's own 7,352 / 2,947), so accuracies
 are comparable in kind, not to the decimal. The test split is UCI's
 (volunteers disjoint from training), as in the paper; no validation split is
 used for model selection (the paper reports the final model).
 """
 
+import functools
 import pathlib
 
 import numpy as np
@@ -51,13 +52,12 @@ from vcrnn_jax import cells
 from vcrnn_jax import data
 from vcrnn_jax.files import atomic_write
 from vcrnn_jax.models import sequence_model
-from vcrnn_jax.training import distributed
 from vcrnn_jax.papers.rehn import tasks as rehn_tasks
 from vcrnn_jax.training import supervised
 
-flags.DEFINE_string('data_dir', None, 'Folder holding har/UCI HAR Dataset.zip '
-                    '(or the unzipped "UCI HAR Dataset"); default: the '
-                    'download cache.')
+_common.mark_resumable(flags.DEFINE_string(
+    'data_dir', None, 'Folder holding har/UCI HAR Dataset.zip (or the '
+    'unzipped "UCI HAR Dataset"); default: the download cache.'))
 _rehn.define_model_flags(
     cell_help='Recurrent cell of both layers.',
     hidden_size=48, hidden_help='D_h of each layer (Table 2: EI-REHN '
@@ -68,13 +68,14 @@ _common.define_positive_int('layers', 2, 'Stacked recurrent layers (paper: '
 _common.define_seeds('0-4', 'Seeds, one training run each, in this process.')
 _common.define_positive_int('epochs', 100, 'Training epochs (paper: 100).')
 _common.define_positive_int('eval_batch_size', 500, 'Held-out windows per '
-                            'evaluation batch.')
-flags.DEFINE_string('table_csv', 'runs/rehn_har/table2.csv', 'CSV that '
-                    'collects one row per model and seed; --report prints it '
-                    'as Table 2.')
-flags.DEFINE_bool('report', False, 'Only print Table 2 from --table_csv.')
-flags.DEFINE_bool('plots', True, 'Write the depth plots (elastic cells).')
-_common.declare_resumable('eval_batch_size', 'table_csv', 'report', 'plots')
+                            'evaluation batch.', resumable=True)
+_common.mark_resumable(flags.DEFINE_string(
+    'table_csv', 'runs/rehn_har/table2.csv', 'CSV that collects one row per '
+    'model and seed; --report prints it as Table 2.'))
+_common.mark_resumable(flags.DEFINE_bool(
+    'report', False, 'Only print Table 2 from --table_csv.'))
+_common.mark_resumable(flags.DEFINE_bool(
+    'plots', True, 'Write the depth plots (elastic cells).'))
 _common.define_training_flags(steps=None, batch_size=200, learning_rate=0.0025,
                               eval_every=None, seed_flag=False)
 _common.define_workdir('runs/rehn_har/<model>, one seed=<s> folder per seed')
@@ -108,8 +109,7 @@ def write_confusion(path: pathlib.Path, confusion: np.ndarray,
   return '\n'.join(lines)
 
 
-def main(argv):
-  del argv
+def main(processes):
   table = _common.check_output_file('table_csv')
   if FLAGS.report:
     text = report(table)
@@ -156,14 +156,15 @@ def main(argv):
       out['mean_depth'] = float(np.mean(depths))
     return out
 
-  chief = distributed.is_chief()
+  chief = processes.is_chief()
   if chief:
     table.parent.mkdir(parents=True, exist_ok=True)
   results = rehn_tasks.run_seeds(
       model_spec, _common.parse_seeds(FLAGS.seeds), workdir,
       make_experiment=lambda: make().experiment, train_config=config,
       final_metrics=final, table_csv=table if chief else None,
-      table_fields=FIELDS, train=_common.train,
+      table_fields=FIELDS,
+      train=functools.partial(_common.train, processes=processes),
       settings=_common.settings_text(exclude=MODEL_FLAGS))
   if not chief:
     return
@@ -185,7 +186,8 @@ def main(argv):
       'seeds': [{'seed': r.seed, 'step': r.result.step,
                  **_common.metric_sections(r.result.metrics),
                  'test': {k: v for k, v in r.metrics.items()
-                          if k != 'confusion'}} for r in results]})
+                          if k != 'confusion'}} for r in results]},
+                        processes=processes)
   if FLAGS.plots and model_spec.cell in rehn_tasks.ELASTIC:
     _plot_depth(task, results[0].result.params, ds, classes, workdir)
 

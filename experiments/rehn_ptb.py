@@ -2,7 +2,7 @@ r"""EI-REHN paper Section 4.3 (Tables 3-4): word-level Penn Treebank.
 
 The paper's configuration (Table 3/4, EI-REHN-1200D; for a GPU)::
 
-  python -m experiments.rehn_ptb --data_dir=../shared/data
+  python -m experiments.rehn_ptb --data_dir=DIR
 
 trains the model of Fig. 3 (word embedding of size D_h, EI-REHN with D_h =
 1200, D_z = 600, R_max = 4, the embedding matrix reused as the softmax
@@ -20,10 +20,10 @@ carried). ``--cell=rhn --depth=D`` trains Table 3's RHN baselines and
 ``--max_depth`` its EI-REHN columns (paper: R_max 2-5, best 4: 66.2 test;
 RHN depth 5: 67.6, Table 4's RHN 65.4-66.0).
 
-A small configuration that trains on a 2-core CPU (BUILD_NOTES.md "EI-REHN
-PTB" has its numbers and command)::
+A small configuration that trains on a 2-core CPU (docs/results/rehn.md
+has its numbers and command)::
 
-  python -m experiments.rehn_ptb --data_dir=../shared/data \
+  python -m experiments.rehn_ptb --data_dir=DIR \
       --hidden_size=200 --max_depth=3 --epochs=2 --eval_batch_size=20
 
 Deviations: the paper's final evaluation after Zilly et al. reruns the best
@@ -43,12 +43,12 @@ from experiments import _rehn
 from vcrnn_jax import data
 from vcrnn_jax import loops
 from vcrnn_jax.models import language_model, symmetric_uniform
-from vcrnn_jax.training import distributed
 from vcrnn_jax.training import lm
 from vcrnn_jax.papers.rehn import tasks as rehn_tasks
 
-flags.DEFINE_string('data_dir', None, 'Folder holding ptb/ptb.*.txt '
-                    '(Mikolov\'s layout); default: the download cache.')
+_common.mark_resumable(flags.DEFINE_string(
+    'data_dir', None, 'Folder holding ptb/ptb.*.txt (Mikolov\'s layout); '
+    'default: the download cache.'))
 flags.DEFINE_enum('cell', 'ei_rehn', ['rhn', 'srhn', 'srehn', 'ei_rehn'],
                   'Recurrent cell (Table 3: RHN and EI-REHN).')
 _common.define_positive_int('hidden_size', 1200, 'D_h, also the embedding '
@@ -76,15 +76,16 @@ _common.define_float('drop_output', 0.75, 'Dropout of the output before the '
                      'softmax (drop_o).', upper=1.0)
 _common.define_positive_int('eval_batch_size', 20, 'Rows of the held-out '
                             'evaluation (1 is Zilly et al.\'s final; every '
-                            'token is counted once either way).')
-flags.DEFINE_enum('loop', 'while', ['while', 'scan'], 'Elastic depth loop.')
+                            'token is counted once either way).',
+                            resumable=True)
+_common.mark_resumable(flags.DEFINE_enum(
+    'loop', 'while', ['while', 'scan'], 'Elastic depth loop.'))
 _common.define_positive_int('ponder_slots', 8, 'Backward-pass slots of the '
-                            'elastic depth loop.')
-flags.DEFINE_integer('plot_words', 200, 'After training, plot the realized '
-                     'depth over this many test words and its histogram per '
-                     'frequent word (0: no plots).', lower_bound=0)
-_common.declare_resumable('eval_batch_size', 'loop', 'ponder_slots',
-                          'plot_words')
+                            'elastic depth loop.', resumable=True)
+_common.mark_resumable(flags.DEFINE_integer(
+    'plot_words', 200, 'After training, plot the realized depth over this '
+    'many test words and its histogram per frequent word (0: no plots).',
+    lower_bound=0))
 _common.define_training_flags(steps=None, batch_size=20, learning_rate=0.2,
                               eval_every=None, optimizer='sgd',
                               grad_clip_norm=10.0)
@@ -104,8 +105,7 @@ CELL_FLAGS = {
 }
 
 
-def main(argv):
-  del argv
+def main(processes):
   _rehn.check_cell_flags(FLAGS.cell, CELL_FLAGS)
   ds = data.load('ptb_word', FLAGS.data_dir)
   spec = rehn_tasks.ModelSpec(
@@ -140,8 +140,9 @@ def main(argv):
       lr_decay_start=(FLAGS.lr_decay_start if FLAGS.lr_decay_start is not None
                       else 20 * per_epoch))
   workdir = _common.default_workdir('rehn_ptb', leading=('cell', 'seed'))
-  result = _common.train(task.experiment, config, workdir)
-  if not distributed.is_chief():
+  result = _common.train(task.experiment, config, workdir,
+                         processes=processes)
+  if not processes.is_chief():
     return    # Process 0 reports (the others wait for it to finish).
   test = task.evaluate_stream(result.params, ds.test, result.step)
   params = rehn_tasks.parameter_count(result.params)
@@ -151,7 +152,8 @@ def main(argv):
         + (f', mean depth {test["depth"]:.2f}' if 'depth' in test else ''))
   _common.write_results(workdir, {
       'model': spec.name, 'step': result.step, 'parameters': params,
-      **_common.metric_sections(result.metrics), 'test': test})
+      **_common.metric_sections(result.metrics), 'test': test},
+                        processes=processes)
   if FLAGS.plot_words and 'depth' in test:
     for path in (_plot_depth_along_text(task, result, ds, workdir),
                  _plot_depth_by_word(task, result, ds, workdir)):

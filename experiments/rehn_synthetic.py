@@ -22,7 +22,7 @@ text sweeps SRHN-20 over depth 1-6), ``--cell=srehn|ei_rehn`` take
 ``--max_depth`` (R_max, default 10) and EI-REHN ``--hyper_size`` (D_z,
 default ceil(D_h / 2), the reading that reproduces the paper's counts).
 
-Results on CPU-2 (2 cores; BUILD_NOTES.md "Table 1" has every row). Under
+Results on CPU-2 (2 cores; docs/results/rehn.md has every row). Under
 Algorithm 2 as written (noise variance 0.1) no predictor can get below
 55.0e-3 (the noise floor the run prints); every model ends between 60.0 and
 62.9. With ``--noise_variance=0.001`` the command above (seeds 0-4, 7-10
@@ -39,6 +39,7 @@ the paper's unclipped Adam some RHN/SRHN runs diverge late and end at the
 constant predictor.
 """
 
+import functools
 import pathlib
 
 from absl import flags
@@ -48,7 +49,6 @@ from experiments import _rehn
 from vcrnn_jax.data.dataset import split_counts
 from vcrnn_jax.models import sequence_model
 from vcrnn_jax.tasks import elastic_depth
-from vcrnn_jax.training import distributed
 from vcrnn_jax.papers.rehn import tasks as rehn_tasks
 from vcrnn_jax.training import supervised
 
@@ -75,13 +75,14 @@ _common.define_positive_int('num_sequences', elastic_depth.NUM_SEQUENCES,
                             'Sequences generated (paper: 10000; split '
                             '80/10/10).')
 _common.define_positive_int('eval_batch_size', 1000, 'Held-out sequences per '
-                            'evaluation batch.')
-flags.DEFINE_string('table_csv', 'runs/rehn_synthetic/table1.csv', 'CSV that '
-                    'collects one row per model and seed (shared by every '
-                    'model\'s runs); --report prints it as Table 1.')
-flags.DEFINE_bool('report', False, 'Only print Table 1 from --table_csv '
-                  '(and write it as Markdown next to it); train nothing.')
-_common.declare_resumable('eval_batch_size', 'table_csv', 'report')
+                            'evaluation batch.', resumable=True)
+_common.mark_resumable(flags.DEFINE_string(
+    'table_csv', 'runs/rehn_synthetic/table1.csv', 'CSV that collects one row '
+    'per model and seed (shared by every model\'s runs); --report prints it '
+    'as Table 1.'))
+_common.mark_resumable(flags.DEFINE_bool(
+    'report', False, 'Only print Table 1 from --table_csv (and write it as '
+    'Markdown next to it); train nothing.'))
 _common.define_training_flags(steps=None, batch_size=20, learning_rate=0.01,
                               eval_every=None, seed_flag=False)
 _common.define_workdir('runs/rehn_synthetic/<model>, one seed=<s> folder '
@@ -132,8 +133,7 @@ def floor_line() -> str:
           'any next-step predictor can reach (elastic_depth.noise_floor)')
 
 
-def main(argv):
-  del argv
+def main(processes):
   if FLAGS.noise_variance <= 0:
     raise ValueError('--noise_variance must be > 0, got '
                      f'{FLAGS.noise_variance}.')
@@ -142,7 +142,7 @@ def main(argv):
       and FLAGS.noise_variance != elastic_depth.NOISE_VARIANCE):
     table = table.with_name(f'table1{_noise_suffix()}.csv')
   if FLAGS.report:
-    if not distributed.is_chief():
+    if not processes.is_chief():
       return
     text = report(table) + '\n\n' + floor_line()
     print(text)
@@ -189,7 +189,7 @@ def main(argv):
     return {'best_test_mse_e3': 1e3 * best['best_test_mse'],
             'best_step': best['best_step']}
 
-  chief = distributed.is_chief()
+  chief = processes.is_chief()
   if chief:
     table.parent.mkdir(parents=True, exist_ok=True)
   results = rehn_tasks.run_seeds(
@@ -197,7 +197,7 @@ def main(argv):
       make_experiment=lambda: make().experiment, train_config=config,
       final_metrics=final, run_metrics=early_stopped,
       table_csv=table if chief else None, table_fields=FIELDS,
-      train=_common.train,
+      train=functools.partial(_common.train, processes=processes),
       settings=_settings())
   if not chief:
     return
@@ -215,7 +215,8 @@ def main(argv):
       'paper': dict(zip(('params', 'mean', 'std'), paper)) if paper else None,
       'seeds': [{'seed': r.seed, 'step': r.result.step,
                  **_common.metric_sections(r.result.metrics),
-                 'test': dict(r.metrics)} for r in results]})
+                 'test': dict(r.metrics)} for r in results]},
+                        processes=processes)
 
 
 if __name__ == '__main__':

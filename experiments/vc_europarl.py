@@ -3,12 +3,12 @@ r"""VCRNN paper Sec. 5.2.2 (Fig. 3-5): Europarl Czech and German, guide/learn.
 Any UTF-8 corpus works (``--data_path=FILE``; split 90/5/5 at line starts,
 characters as symbols). Europarl is not available on the machines that built
 this project; the Czech and German fortune-cookie collections in
-``../shared/data/text`` stand in for it::
+``text/`` of the corpora directory ``DIR`` stand in for it::
 
   python -m experiments.vc_europarl \
-      --data_path=../shared/data/text/fortunes_cs.txt --setting=guide
+      --data_path=DIR/text/fortunes_cs.txt --setting=guide
   python -m experiments.vc_europarl \
-      --data_path=../shared/data/text/fortunes_de.txt --setting=learn
+      --data_path=DIR/text/fortunes_de.txt --setting=learn
 
 ``--setting=learn`` (fully unsupervised) penalises |m_t - m_bar| with one
 target ``--target`` everywhere, encouraging lower m_t across the board;
@@ -25,10 +25,10 @@ valid text (``m_over_text.png``, Fig. 3 and 5), all numbers in
 ``<workdir>/results.json``. Rerunning the command resumes.
 ``--cell=elman`` etc. trains Fig. 4's constant baselines.
 
-Reduced size on a 2-core CPU (BUILD_NOTES.md has every run)::
+Reduced size on a 2-core CPU (docs/results/vc.md has every run)::
 
   python -m experiments.vc_europarl \
-      --data_path=../shared/data/text/fortunes_cs.txt --setting=guide \
+      --data_path=DIR/text/fortunes_cs.txt --setting=guide \
       --hidden_size=256 --steps=1500 --eval_every=750 --sharpness_every=150
 
 On CPU-2 it reaches 3.099 valid bpc with m_t 0.799 on whitespace against
@@ -38,7 +38,7 @@ whitespace no more computation than the inside of words on these corpora.
 At the default width::
 
   python -m experiments.vc_europarl \
-      --data_path=../shared/data/text/fortunes_cs.txt --setting=learn \
+      --data_path=DIR/text/fortunes_cs.txt --setting=learn \
       --hidden_size=1024 --steps=3000 --eval_every=1000 \
       --sharpness_every=300 --penalty_weight=0.1
 
@@ -83,8 +83,7 @@ flags.adopt_module_key_flags(_vc)
 FLAGS = flags.FLAGS
 
 
-def main(argv):
-  del argv
+def main(processes):
   if not FLAGS.data_path:
     raise ValueError('--data_path is required: the UTF-8 corpus to model '
                      '(e.g. ../shared/data/text/fortunes_cs.txt).')
@@ -104,7 +103,7 @@ def main(argv):
       _vc.truncate(ds.test), ds.vocab.size, decode=ds.vocab.decode,
       classes=classes, boundary_ids=bounds,
       boundary_target=FLAGS.boundary_target if guide else None,
-      leading=('setting', 'cell', 'seed'))
+      leading=('setting', 'cell', 'seed'), processes=processes)
 
 
 if __name__ == '__main__':

@@ -3,8 +3,8 @@ r"""VCRNN paper Sec. 5.1 (Tables 1-2): Irish traditional tunes (thesession.org).
 The paper's configuration (VCRNN-500, test perplexity 8.51 at RNN-d 233,
 against RNN-200 9.13 and RNN-250 8.70; for a GPU)::
 
-  python -m experiments.vc_music --data_dir=../shared/data
-  python -m experiments.vc_music --data_dir=../shared/data --cell=elman \
+  python -m experiments.vc_music --data_dir=DIR
+  python -m experiments.vc_music --data_dir=DIR --cell=elman \
       --hidden_size=250
 
 Tunes in the folk-rnn v3 tokenisation (``thesession/tunes_v3_valid.txt``,
@@ -21,10 +21,10 @@ valid tunes (``m_over_text.png``), the rate at which each kind gets one of
 the 5% largest m_t (``peak_rate_by_class``), all numbers in
 ``<workdir>/results.json``. Rerunning the command resumes.
 
-Reduced size on a 2-core CPU (BUILD_NOTES.md has every run)::
+Reduced size on a 2-core CPU (docs/results/vc.md has every run)::
 
   python -m experiments.vc_music \
-      --data_path=../shared/data/thesession/tunes_v3_valid.txt \
+      --data_path=DIR/thesession/tunes_v3_valid.txt \
       --hidden_size=128 --steps=1500 --eval_every=750 \
       --sharpness_every=150 --penalty_weight=0.1
 
@@ -47,9 +47,9 @@ from experiments import _vc
 from vcrnn_jax import data
 from vcrnn_jax.papers.vc import lm as vc_lm
 
-flags.DEFINE_string('data_dir', None, 'Folder holding thesession/'
-                    'tunes_v3_valid.txt or thesession/data_v3; default: the '
-                    'download cache.')
+_common.mark_resumable(flags.DEFINE_string(
+    'data_dir', None, 'Folder holding thesession/tunes_v3_valid.txt or '
+    'thesession/data_v3; default: the download cache.'))
 flags.DEFINE_string('data_path', None, 'The tune file itself (instead of '
                     '--data_dir).')
 flags.DEFINE_integer('shuffle_seed', None, 'Shuffle the tunes with this seed '
@@ -63,8 +63,7 @@ FLAGS = flags.FLAGS
 KINDS = ('bar', 'note', 'rest', 'other')
 
 
-def main(argv):
-  del argv
+def main(processes):
   if FLAGS.data_path and FLAGS.data_dir:
     raise ValueError('give --data_path (the tune file) or --data_dir (the '
                      'folder holding thesession/), not both.')
@@ -88,7 +87,7 @@ def main(argv):
   _vc.train_and_analyse(
       'vc_music', _vc.truncate(ds.train), _vc.truncate(ds.valid),
       _vc.truncate(ds.test), ds.vocab.size, decode=ds.vocab.decode,
-      classes=classes, metric='perplexity')
+      classes=classes, metric='perplexity', processes=processes)
 
 
 if __name__ == '__main__':

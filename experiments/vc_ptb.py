@@ -2,13 +2,13 @@ r"""VCRNN paper Sec. 5.2.1 (Table 3, Fig. 2, 3): character and bit level PTB.
 
 The paper's configurations (D = 1024; for a GPU)::
 
-  python -m experiments.vc_ptb --data_dir=../shared/data --level=char \
+  python -m experiments.vc_ptb --data_dir=DIR --level=char \
       --cell=vcrnn                        # Table 3: VCRNN-1024, 1.46 bpc
-  python -m experiments.vc_ptb --data_dir=../shared/data --level=char \
+  python -m experiments.vc_ptb --data_dir=DIR --level=char \
       --cell=elman                        # RNN-1024: 1.47
-  python -m experiments.vc_ptb --data_dir=../shared/data --level=char \
+  python -m experiments.vc_ptb --data_dir=DIR --level=char \
       --cell=vcgru                        # VCGRU-1024: 1.42 at RNN-d 648
-  python -m experiments.vc_ptb --data_dir=../shared/data --level=bit \
+  python -m experiments.vc_ptb --data_dir=DIR --level=bit \
       --hidden_size=1000 [--buffer_bits=8|24]   # Table 3 middle, Fig. 2
 
 An embedding of size D feeds the cell (the paper's D-dimensional x_t), a
@@ -37,12 +37,12 @@ m_t (``m``) and RNN-d (``rnn_d`` from the dimensions the soft mask updates,
 Rerunning the same command resumes from the last checkpoint in the workdir
 (``runs/vc_ptb/cell=..._seed=0_<non-default flags>``).
 
-Reduced size on a 2-core CPU (BUILD_NOTES.md has every run)::
+Reduced size on a 2-core CPU (docs/results/vc.md has every run)::
 
-  python -m experiments.vc_ptb --data_dir=../shared/data --level=char \
+  python -m experiments.vc_ptb --data_dir=DIR --level=char \
       --cell=vcrnn --hidden_size=512 --steps=3000 --eval_every=1000 \
       --sharpness_every=300 --penalty_weight=0.1
-  python -m experiments.vc_ptb --data_dir=../shared/data --level=bit \
+  python -m experiments.vc_ptb --data_dir=DIR --level=bit \
       --hidden_size=256 --steps=3000 --eval_every=1500 \
       --sharpness_every=300 --max_symbols=4000000 --penalty_weight=0.01
 
@@ -75,9 +75,9 @@ from experiments import _vc
 from vcrnn_jax import data
 from vcrnn_jax.papers.vc import lm as vc_lm
 
-flags.DEFINE_string('data_dir', None, 'Folder holding ptb/ptb.char.*.txt '
-                    '(Mikolov\'s simple-examples layout); default: the '
-                    'download cache.')
+_common.mark_resumable(flags.DEFINE_string(
+    'data_dir', None, 'Folder holding ptb/ptb.char.*.txt (Mikolov\'s '
+    'simple-examples layout); default: the download cache.'))
 flags.DEFINE_enum('level', 'char', ['char', 'bit'], 'Character level (50 '
                   'symbols) or bit level (each character as its 8-bit code, '
                   'most significant bit first).')
@@ -95,8 +95,7 @@ flags.adopt_module_key_flags(_vc)
 FLAGS = flags.FLAGS
 
 
-def main(argv):
-  del argv
+def main(processes):
   if FLAGS.buffer_bits and FLAGS.level != 'bit':
     raise ValueError('--buffer_bits is for --level=bit only.')
   if FLAGS.boundary_target is not None and FLAGS.level != 'char':
@@ -132,7 +131,7 @@ def main(argv):
       _vc.truncate(ds.test), ds.vocab.size, decode=ds.vocab.decode,
       classes=classes, boundary_ids=bounds, bits=bits,
       boundary_target=FLAGS.boundary_target,
-      leading=('level', 'cell', 'seed'))
+      leading=('level', 'cell', 'seed'), processes=processes)
 
 
 if __name__ == '__main__':

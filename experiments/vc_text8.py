@@ -32,8 +32,9 @@ from experiments import _vc
 from vcrnn_jax import data
 from vcrnn_jax.papers.vc import lm as vc_lm
 
-flags.DEFINE_string('data_dir', None, 'Folder holding text8 or text8.zip '
-                    '(or <data_dir>/text8/); default: the download cache.')
+_common.mark_resumable(flags.DEFINE_string(
+    'data_dir', None, 'Folder holding text8 or text8.zip (or '
+    '<data_dir>/text8/); default: the download cache.'))
 _common.define_positive_int('max_chars', None, 'Read only the first this '
                             'many characters of the file (before the '
                             '90/5/5 split; quick runs).')
@@ -44,8 +45,7 @@ flags.adopt_module_key_flags(_vc)
 FLAGS = flags.FLAGS
 
 
-def main(argv):
-  del argv
+def main(processes):
   ds = data.load('text8', FLAGS.data_dir, max_length=FLAGS.max_chars,
                  word_boundaries=True)
   bounds = [ds.vocab.token_to_id[' ']]
@@ -57,7 +57,7 @@ def main(argv):
   _vc.train_and_analyse(
       'vc_text8', _vc.truncate(ds.train), _vc.truncate(ds.valid),
       _vc.truncate(ds.test), ds.vocab.size, decode=ds.vocab.decode,
-      classes=classes, boundary_ids=bounds)
+      classes=classes, boundary_ids=bounds, processes=processes)
 
 
 if __name__ == '__main__':

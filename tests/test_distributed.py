@@ -152,18 +152,58 @@ def _checkpoints(workdir):
 def test_bad_settings_are_refused_before_connecting(kwargs, needle):
   with pytest.raises(ValueError, match=needle):
     distributed.initialize(**kwargs)
-  assert not distributed.is_multiprocess()
 
 
 def test_one_process_agrees_with_itself():
-  assert distributed.initialize() is False
-  assert distributed.agree('anything', 'x') == ['x']
+  processes = distributed.initialize()
+  assert processes is distributed.LOCAL
+  assert processes.is_chief() and not processes.is_multiprocess()
+  assert processes.agree('anything', 'x') == ['x']
   with pytest.raises(ValueError, match='no'):
-    distributed.check_everywhere('a check', lambda: (_ for _ in ()).throw(
+    processes.check_everywhere('a check', lambda: (_ for _ in ()).throw(
         ValueError('no')))
-  distributed.abort_peers('nothing to tell')   # no peers: returns
-  distributed.finish()
-  assert distributed.peer_failure(RuntimeError('Gloo failed')) is None
+  processes.abort_peers('nothing to tell')   # no peers: returns
+  processes.finish()
+  assert processes.peer_failure(RuntimeError('Gloo failed')) is None
+  assert not processes.exiting()
+  # The one-process handle is shared by every caller, so it holds nothing.
+  with pytest.raises(AttributeError):
+    processes.shared = set()
+
+
+class _Store:
+  """The coordination service's key-value store, in memory."""
+
+  def __init__(self):
+    self.values = {}
+    self.writes = 0
+
+  def key_value_set(self, key, value, allow_overwrite=False):
+    assert allow_overwrite or key not in self.values
+    self.values[key] = value
+    self.writes += 1
+
+  def key_value_dir_get(self, prefix):
+    return [(k, v) for k, v in self.values.items() if k.startswith(prefix)]
+
+
+def test_two_handles_share_no_state(tmp_path):
+  # Two runs of one process each, on stores of their own (no watchdog
+  # started): what one proved about a folder says nothing to the other.
+  stores = [_Store(), _Store()]
+  first, second = [distributed._MultiProcess(distributed._Run(
+      store, 0, 1, 'in memory', '')) for store in stores]
+  first.check_shared_folder(tmp_path)
+  asked = stores[0].writes
+  assert asked > 0 and stores[1].writes == 0
+  first.check_shared_folder(tmp_path)            # Known shared: no new check.
+  assert stores[0].writes == asked
+  second.check_shared_folder(tmp_path)           # Its own check, from scratch.
+  assert stores[1].writes == asked
+  assert not list(tmp_path.glob('.shared-check-*'))
+  # Each handle numbers its own agreements.
+  assert first.agree('a', '1') == ['1'] and second.agree('a', '2') == ['2']
+  assert first.is_chief() and first.is_multiprocess()
 
 
 def test_the_timeouts_this_jax_takes():

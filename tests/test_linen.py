@@ -328,3 +328,52 @@ def test_readme_flax_model_example_runs():
   (halting,) = [g for path, g in flat.items() if 'halting' in path
                 and path[-1] == 'kernel']
   assert np.any(halting != 0)
+
+
+# ----------------------------------------------------------------------------
+# Gradients too, and ACT around ACT: the test the NNX modules have.
+
+
+# Every cell of CASES; ACT as ACT with a readout around ACT without one, and
+# the elastic cells on the 'scan' loop, which compiles faster (test_act and
+# test_loops compare the loops' gradients).
+GRAD_CASES = dict(
+    {k: v for k, v in CASES.items() if not k.startswith('act')},
+    ei_rehn=(lambda: linen.EIREHN(H, max_depth=4, hyper_size=2, loop='scan'),
+             lambda: rehn.ei_rehn(H, 2, 4, loop='scan')),
+    act=(lambda: linen.ACT(linen.ACT(linen.GRU(H), max_steps=3, loop='scan'),
+                           output_size=2, max_steps=3, halting_bias=0.0,
+                           loop='scan'),
+         lambda: act.adaptive(
+             act.adaptive(cells.gru(H), None, max_steps=3, loop='scan'), 2,
+             max_steps=3, halting_bias=0.0, loop='scan')))
+
+
+@pytest.mark.parametrize('name', sorted(GRAD_CASES))
+def test_module_under_nn_rnn_gradients_equal_unroll(name):
+  module, pure = GRAD_CASES[name]
+  xs = _xs()
+  rnn = nn.RNN(module(), return_carry=True)
+  variables = rnn.init(jax.random.key(0), xs)
+  cell = pure()
+
+  def module_loss(variables):
+    carry, ys = rnn.apply(variables, xs)
+    return jnp.sum(cell_output(ys) ** 2), (carry, ys)
+
+  def pure_loss(params):
+    state, ys = unroll(cell, params, cell.initial_state(B), xs)
+    return jnp.sum(cell_output(ys) ** 2), (state, ys)
+
+  def both(variables):
+    return (jax.grad(module_loss, has_aux=True)(variables),
+            jax.grad(pure_loss, has_aux=True)(
+                variables['params']['cell']['cell']))
+
+  # Both sides in one program, compiled at XLA level 0: it runs once.
+  both = jax.jit(both, compiler_options={'xla_backend_optimization_level': 0})
+  (grads, (carry, ys)), (want_grads, (state, want)) = both(variables)
+  chex.assert_trees_all_close(ys, want, rtol=1e-5, atol=1e-6)
+  chex.assert_trees_all_close(carry, state, rtol=1e-5, atol=1e-6)
+  chex.assert_trees_all_close(grads['params']['cell']['cell'], want_grads,
+                              rtol=1e-5, atol=1e-6)

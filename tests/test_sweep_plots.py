@@ -190,8 +190,9 @@ def test_run_sweep_marks_a_diverged_run_and_skips_it_later(tmp_path,
   runs = act_sweep.make_grid([0.5], [0])
   calls = []
 
-  def fake_run_one(config, run, run_dir):
+  def fake_run_one(config, run, run_dir, processes):
     del config
+    assert not processes.is_multiprocess()
     calls.append(run.name)
     if run.act:
       raise TrainingDiverged('loss is nan at step 2; training stopped.')

@@ -12,6 +12,7 @@ from vcrnn_jax import act
 from vcrnn_jax import cells
 from vcrnn_jax import linen
 from vcrnn_jax import loops
+from vcrnn_jax import nnx
 from vcrnn_jax import rehn
 from vcrnn_jax import vc
 from vcrnn_jax.core import Cell
@@ -24,4 +25,4 @@ from vcrnn_jax.unroll import unroll
 __version__ = '0.1.0'
 
 __all__ = ['Cell', 'Context', 'SequenceModel', 'act', 'cell_output', 'cells',
-           'linen', 'loops', 'rehn', 'sequence_model', 'unroll', 'vc']
+           'linen', 'loops', 'nnx', 'rehn', 'sequence_model', 'unroll', 'vc']

@@ -213,7 +213,7 @@ def adaptive(
       ``save_residuals`` pays for one-step sequences that ponder a few steps
       and costs inside a time ``lax.scan``; ``compact_rows`` gathers the
       rows still pondering into halving batches, which pays when a few rows
-      ponder much longer than the rest (BUILD_NOTES.md has the
+      ponder much longer than the rest (docs/performance.md has the
       measurements of each).
     kernel_init: initialiser of ``W_y`` and ``W_h`` (default LeCun normal,
       as ``flax.linen.Dense``).

@@ -152,7 +152,7 @@ def bounded_while_loop(
     residuals (two to three carries' worth for a tanh RNN cell), and the
     buffers are copied whole wherever they are saved (per time step inside a
     ``lax.scan``), so it pays off only for matmul-bound bodies (large hidden
-    size, small batch, few slots); BUILD_NOTES.md has the measurements.
+    size, small batch, few slots); docs/performance.md has the measurements.
     Hence off by default. It relies on ``jax.vjp`` returning a
     pytree of its residuals; where a JAX version does not, it falls back to
     carries only.

@@ -20,6 +20,16 @@ class SequenceModel(NamedTuple):
   apply: Callable[..., tuple[jax.Array, Any]]
 
 
+def _cell_output_size(cell: Cell, cell_params, input_size: int,
+                      dtype) -> int:
+  """The size of the cell's output (:func:`vcrnn_jax.core.cell_output`)."""
+  # Traced abstractly: the readout's shape without running the cell.
+  x = jnp.zeros((1, input_size), dtype)
+  _, y = jax.eval_shape(cell.apply, cell_params, cell.initial_state(1), x,
+                        shape_probe_context())
+  return cell_output(y).shape[-1]
+
+
 def sequence_model(cell: Cell, output_size: Optional[int] = None, *,
                    param_dtype: Any = None) -> SequenceModel:
   """A cell over time, with a linear readout of size ``output_size``.
@@ -49,10 +59,7 @@ def sequence_model(cell: Cell, output_size: Optional[int] = None, *,
     params = {'cell': cell.init(k_cell, input_size)}
     if output_size is not None:
       dtype = param_dtype or param_dtype_of(params['cell'])
-      x = jnp.zeros((1, input_size), dtype)
-      _, y = jax.eval_shape(cell.apply, params['cell'], cell.initial_state(1), x,
-                            shape_probe_context())
-      y_size = cell_output(y).shape[-1]
+      y_size = _cell_output_size(cell, params['cell'], input_size, dtype)
       params['readout'] = {
           'kernel': jax.nn.initializers.glorot_uniform()(
               k_out, (y_size, output_size), dtype),
@@ -88,6 +95,89 @@ def _dropout(key: jax.Array, rate: float, shape: tuple, dtype) -> jax.Array:
   """An inverted-dropout mask: 0 with probability ``rate``, else 1/(1-rate)."""
   keep = jax.random.bernoulli(key, 1.0 - rate, shape)
   return keep.astype(dtype) / jnp.asarray(1.0 - rate, dtype)
+
+
+def _variational_dropout(key: jax.Array, rate: float,
+                         xs: jax.Array) -> jax.Array:
+  """Dropout on ``xs [batch, time, features]``, one mask per row for every
+  step (Gal & Ghahramani)."""
+  return xs * _dropout(key, rate, (xs.shape[0], 1, xs.shape[-1]), xs.dtype)
+
+
+def _word_dropout(key: jax.Array, rate: float, tokens: jax.Array,
+                  vocab_size: int, xs: jax.Array) -> jax.Array:
+  """Drops word types from the embedded ``xs``: a dropped type is zero at
+  every occurrence in its row, as in Zilly et al.'s RHN code."""
+  keep = _dropout(key, rate, (tokens.shape[0], vocab_size), xs.dtype)
+  return xs * jnp.take_along_axis(keep, tokens, axis=1)[..., None]
+
+
+def _lm_init(cell: Cell, vocab_size: int, embed_size: Optional[int],
+             readout: Optional[str], embedding_init, readout_init,
+             param_dtype) -> Callable[..., Any]:
+  """:func:`language_model`'s ``init(key, input_size_unused=None)``."""
+  input_size = vocab_size if embed_size is None else embed_size
+
+  def init(key, input_size_unused=None):
+    del input_size_unused  # Fixed by vocab_size and embed_size.
+    # The cell and readout keys are sequence_model's, so a one-hot model has
+    # sequence_model's params.
+    k_cell, k_out = jax.random.split(key)
+    k_emb = jax.random.fold_in(key, 1)
+    params = {'cell': cell.init(k_cell, input_size)}
+    dtype = param_dtype or param_dtype_of(params['cell'])
+    if embed_size is not None:
+      params['embedding'] = embedding_init(k_emb, (vocab_size, embed_size),
+                                           dtype)
+    if readout is None:
+      return params
+    y_size = _cell_output_size(cell, params['cell'], input_size, dtype)
+    if readout == 'tied':
+      if y_size != embed_size:
+        raise ValueError(
+            f"readout='tied' needs the cell's output size ({y_size}) to "
+            f'equal embed_size ({embed_size}).')
+      params['readout'] = {'bias': jnp.zeros((vocab_size,), dtype)}
+    else:
+      params['readout'] = {
+          'kernel': readout_init(k_out, (y_size, vocab_size), dtype),
+          'bias': jnp.zeros((vocab_size,), dtype)}
+    return params
+
+  return init
+
+
+def _lm_inputs(params, tokens: jax.Array, key: Optional[jax.Array], *,
+               vocab_size: int, embed_size: Optional[int],
+               embedding_dropout: float, input_dropout: float) -> jax.Array:
+  """The cell inputs ``[batch, time, features]`` of ``tokens``: embedded (or
+  one-hot), with word and input dropout when there is a ``key``."""
+  if embed_size is None:
+    xs = jax.nn.one_hot(tokens, vocab_size, dtype=param_dtype_of(params))
+  else:
+    xs = jnp.take(params['embedding'], tokens, axis=0)
+    if key is not None and embedding_dropout:
+      xs = _word_dropout(jax.random.fold_in(key, 0), embedding_dropout,
+                         tokens, vocab_size, xs)
+  if key is not None and input_dropout:
+    xs = _variational_dropout(jax.random.fold_in(key, 1), input_dropout, xs)
+  return xs
+
+
+def _lm_logits(params, out: jax.Array, key: Optional[jax.Array], *,
+               readout: Optional[str], output_dropout: float) -> jax.Array:
+  """The logits of the cell's output ``out``: output dropout when there is a
+  ``key``, then the readout."""
+  if key is not None and output_dropout:
+    out = _variational_dropout(jax.random.fold_in(key, 2), output_dropout,
+                               out)
+  if readout == 'tied':
+    return _common.add_bias(out @ params['embedding'].T,
+                            params['readout']['bias'])
+  if readout == 'linear':
+    return _common.add_bias(out @ params['readout']['kernel'],
+                            params['readout']['bias'])
+  return out  # The cell's output is the logits.
 
 
 def language_model(
@@ -166,35 +256,8 @@ def language_model(
                      ('output_dropout', output_dropout)):
     if not 0.0 <= rate < 1.0:
       raise ValueError(f'{name} must be in [0, 1), got {rate!r}.')
-  input_size = vocab_size if embed_size is None else embed_size
-
-  def init(key, input_size_unused=None):
-    del input_size_unused  # Fixed by vocab_size and embed_size.
-    # The cell and readout keys are sequence_model's, so a one-hot model has
-    # sequence_model's params.
-    k_cell, k_out = jax.random.split(key)
-    k_emb = jax.random.fold_in(key, 1)
-    params = {'cell': cell.init(k_cell, input_size)}
-    dtype = param_dtype or param_dtype_of(params['cell'])
-    if embed_size is not None:
-      params['embedding'] = embedding_init(k_emb, (vocab_size, embed_size),
-                                           dtype)
-    if readout is not None:
-      x = jnp.zeros((1, input_size), dtype)
-      _, y = jax.eval_shape(cell.apply, params['cell'], cell.initial_state(1),
-                            x, shape_probe_context())
-      y_size = cell_output(y).shape[-1]
-      if readout == 'tied':
-        if y_size != embed_size:
-          raise ValueError(
-              f"readout='tied' needs the cell's output size ({y_size}) to "
-              f'equal embed_size ({embed_size}).')
-        params['readout'] = {'bias': jnp.zeros((vocab_size,), dtype)}
-      else:
-        params['readout'] = {
-            'kernel': readout_init(k_out, (y_size, vocab_size), dtype),
-            'bias': jnp.zeros((vocab_size,), dtype)}
-    return params
+  init = _lm_init(cell, vocab_size, embed_size, readout, embedding_init,
+                  readout_init, param_dtype)
 
   def apply(params, tokens, lengths=None, *, context=None, state=None,
             return_state=False):
@@ -202,34 +265,16 @@ def language_model(
     if tokens.ndim != 2:
       raise ValueError(f'language_model: tokens must be [batch, time] ids, '
                        f'got shape {tuple(tokens.shape)}.')
-    dtype = param_dtype_of(params)
-    batch = tokens.shape[0]
-    key = context.key
-    if embed_size is None:
-      xs = jax.nn.one_hot(tokens, vocab_size, dtype=dtype)
-    else:
-      xs = jnp.take(params['embedding'], tokens, axis=0)
-      if key is not None and embedding_dropout:
-        keep = _dropout(jax.random.fold_in(key, 0), embedding_dropout,
-                        (batch, vocab_size), xs.dtype)
-        xs = xs * jnp.take_along_axis(keep, tokens, axis=1)[..., None]
-    if key is not None and input_dropout:
-      xs = xs * _dropout(jax.random.fold_in(key, 1), input_dropout,
-                         (batch, 1, xs.shape[-1]), xs.dtype)
+    # Streams of context.key: 0, 1, 2 for the dropouts here, 3 for the cell.
+    xs = _lm_inputs(params, tokens, context.key, vocab_size=vocab_size,
+                    embed_size=embed_size, embedding_dropout=embedding_dropout,
+                    input_dropout=input_dropout)
     if state is None:
-      state = cell.initial_state(batch)
+      state = cell.initial_state(tokens.shape[0])
     final, ys = unroll(cell, params['cell'], state, xs, lengths,
                        context=fold_in(context, 3))
-    out = cell_output(ys)
-    if key is not None and output_dropout:
-      out = out * _dropout(jax.random.fold_in(key, 2), output_dropout,
-                           (batch, 1, out.shape[-1]), out.dtype)
-    if readout == 'tied':
-      out = _common.add_bias(out @ params['embedding'].T,
-                             params['readout']['bias'])
-    elif readout == 'linear':
-      out = _common.add_bias(out @ params['readout']['kernel'],
-                             params['readout']['bias'])
+    out = _lm_logits(params, cell_output(ys), context.key, readout=readout,
+                     output_dropout=output_dropout)
     return (out, ys, final) if return_state else (out, ys)
 
   return SequenceModel(init, apply)

@@ -516,7 +516,7 @@ def vcrnn(
   out of the loop, so the hard path pays over sequences, not for a lone
   jitted step. Under ``vmap`` a switch runs every branch (correct, no
   savings). ``benchmarks/vc_inference.py`` measures the speed-ups
-  (BUILD_NOTES has the numbers).
+  (docs/performance.md has the numbers).
 
   Params (names shared with :func:`vcrnn_jax.cells.elman`, whose params
   are this tree without ``scheduler`` and ``input_projection``):

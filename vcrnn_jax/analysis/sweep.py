@@ -16,7 +16,6 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 import jax
 
 from vcrnn_jax.files import atomic_write
-from vcrnn_jax.training import distributed
 from vcrnn_jax.training.checkpoint import Checkpointer
 from vcrnn_jax.training.metric_writer import read_metrics
 
@@ -60,7 +59,7 @@ def parse_ints(name: str, text: str, low: int = 0) -> tuple[int, ...]:
 
 
 def check_manifest(workdir, settings: Mapping[str, Any],
-                   mutable: Sequence[str] = ()) -> None:
+                   mutable: Sequence[str] = (), *, chief: bool = True) -> None:
   """Writes ``sweep.json``, or checks that ``settings`` match the one there.
 
   Args:
@@ -68,9 +67,8 @@ def check_manifest(workdir, settings: Mapping[str, Any],
     settings: JSON-able settings every run shares.
     mutable: the settings that may change between invocations (a longer
       ``steps`` continues every run, evaluation settings change no number).
-
-  In a run of several processes every process checks and process 0 alone
-  writes.
+    chief: whether this process writes the file (in a run of several
+      processes every process checks and process 0 alone writes).
 
   Raises:
     ValueError: a setting that changes the numbers (model, task, batch size,
@@ -90,7 +88,7 @@ def check_manifest(workdir, settings: Mapping[str, Any],
       raise ValueError(
           f'{path.parent} holds a sweep made with other settings: '
           f'{", ".join(diffs)}; use another workdir, or the same settings.')
-  if distributed.is_chief():
+  if chief:
     atomic_write(path, json.dumps(current, indent=2, sort_keys=True) + '\n')
 
 
@@ -169,7 +167,7 @@ def run_key(row: Mapping[str, Any], key: Sequence[str]) -> tuple:
 
 
 def upsert_rows(path, fields: Sequence[str], rows: Sequence[Mapping[str, Any]],
-                *, key: Sequence[str]) -> None:
+                *, key: Sequence[str], chief: bool = True) -> None:
   """Writes ``rows`` into the CSV ``path``, replacing the rows of their runs.
 
   Every existing row with the same ``key`` values as one of ``rows`` is
@@ -182,13 +180,14 @@ def upsert_rows(path, fields: Sequence[str], rows: Sequence[Mapping[str, Any]],
     rows: the new rows (dicts with at least ``fields``).
     key: the columns that identify a run (ACT's sweep: task, act, tau,
       seed; a paper's table: its model, settings and seed).
+    chief: whether this process writes (False: return at once; in a run of
+      several processes only process 0 writes).
 
   A file written before columns were appended to ``fields`` is extended:
-  its rows get NaN in the new columns ('' in text columns). Any other difference of columns is
-  an error. In a run of several processes only process 0 writes (the
-  others return).
+  its rows get NaN in the new columns ('' in text columns). Any other
+  difference of columns is an error.
   """
-  if not distributed.is_chief():
+  if not chief:
     return
   path = pathlib.Path(path)
   existing = read_rows(path)
@@ -260,9 +259,10 @@ def read_wall_seconds(run_dir: pathlib.Path) -> float:
     return 0.0   # A damaged side file only loses the timing.
 
 
-def add_wall_seconds(run_dir: pathlib.Path, seconds: float) -> None:
-  """Adds ``seconds`` to the run's wall time (process 0 writes it)."""
-  if not distributed.is_chief():
+def add_wall_seconds(run_dir: pathlib.Path, seconds: float, *,
+                     chief: bool = True) -> None:
+  """Adds ``seconds`` to the run's wall time if ``chief`` (process 0)."""
+  if not chief:
     return
   run_dir.mkdir(parents=True, exist_ok=True)
   total = read_wall_seconds(run_dir) + seconds

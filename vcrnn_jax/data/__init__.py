@@ -1,9 +1,9 @@
 """Corpora for the paper experiments: registry, loaders, download, batching.
 
-  ds = vcrnn_jax.data.load('ptb_word', data_dir='../shared/data')
+  ds = vcrnn_jax.data.load('ptb_word', data_dir='corpora')
   ds.train, ds.valid, ds.test      # int32 id streams
   ds.vocab.decode(ds.test[:10])    # ids -> tokens
-  x, y = vcrnn_jax.data.load('uci_har', data_dir='../shared/data').train
+  x, y = vcrnn_jax.data.load('uci_har', data_dir='corpora').train
 
 Names: ``ptb_word``, ``ptb_char``, ``ptb_bit``, ``text8``, ``enwik8``, ``text``
 (any UTF-8 file), ``bytes`` (any file as raw bytes, enwik8's split),

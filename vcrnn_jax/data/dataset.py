@@ -3,7 +3,7 @@
 A loader returns a :class:`Dataset`, a ``NamedTuple`` in the spirit of
 ``tfds.load(..., as_supervised=True)`` outputs but plain numpy::
 
-  ds = vcrnn_jax.data.load('ptb_char', data_dir='../shared/data')
+  ds = vcrnn_jax.data.load('ptb_char', data_dir='corpora')
   ds.train            # int32 [n] ids in stream order
   ds.vocab.decode(ds.train[:5])
   ds.meta['files']    # which files were read
@@ -222,7 +222,7 @@ def find_file(data_dir: PathLike,
               dirs: Sequence[str] = ()) -> pathlib.Path:
   """Finds the first of ``candidates`` in ``data_dir/subdir`` or ``data_dir``.
 
-  ``data_dir`` is the data root (e.g. ``../shared/data`` holding ``ptb/``) or
+  ``data_dir`` is the data root (the corpora directory holding ``ptb/``) or
   the dataset folder itself; both layouts are accepted so users can point at
   either. Candidates are tried in the given order (a documented precedence,
   e.g. an extracted folder before its zip). A candidate must be a regular file

@@ -2,7 +2,8 @@
 
 ``fetch(name)`` makes sure the files of one resource are in the cache directory
 (``$VCRNN_JAX_DATA``, else ``~/.cache/vcrnn_jax``) and returns that directory,
-laid out like ``../shared/data`` so the loaders read it unchanged::
+laid out like a directory of the published corpora (``ptb/``, ``har/``,
+...), so the loaders read it unchanged::
 
   root = vcrnn_jax.data.download.fetch('ptb')      # root/ptb/ptb.train.txt ...
   ds = vcrnn_jax.data.load('ptb_word', data_dir=root)
@@ -98,7 +99,7 @@ class Resource(NamedTuple):
   note: str = ''
 
 
-# SHA-256 of Mikolov's PTB files, computed from the copies in ../shared/data/ptb
+# SHA-256 of Mikolov's PTB files, computed from a copy of the extracted files
 # (whose ptb.train.txt has the widely quoted md5
 # f26c4b92c5fdc7b3f8c7cdcb991d8420).
 PTB_SHA256 = {
@@ -159,9 +160,9 @@ _UCI_HAR = Resource(
     url=('https://archive.ics.uci.edu/ml/machine-learning-databases/00240/'
          'UCI%20HAR%20Dataset.zip'),
     filename='UCI HAR Dataset.zip',
-    # No published digest is known. ../shared/data holds a zip rebuilt from
-    # the raw recordings, whose digest differs from UCI's, so it cannot stand
-    # in; the loader checks the layout and shapes instead.
+    # No published digest is known. The copy the tests read is a zip rebuilt
+    # from the raw recordings, whose digest differs from UCI's, so it cannot
+    # stand in; the loader checks the layout and shapes instead.
     sha256=None,
     size=None,
     archive='zip',

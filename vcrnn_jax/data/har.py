@@ -172,7 +172,7 @@ def load_uci_har(data_dir: PathLike, normalize: bool = True,
 
   Example::
 
-    ds = load_uci_har('../shared/data')
+    ds = load_uci_har('corpora')
     x, y = ds.train        # float32 [7415, 128, 9], int32 [7415]
   """
   path = ds_lib.find_file(

@@ -3,9 +3,9 @@
 As ``tfds.load`` does it: a name picks the loader, ``data_dir`` says where the
 files are, and options go to the loader::
 
-  ds = vcrnn_jax.data.load('ptb_char', data_dir='../shared/data')
-  ds = vcrnn_jax.data.load('ptb_bit', data_dir='../shared/data', buffer_bits=8)
-  ds = vcrnn_jax.data.load('text', path='../shared/data/text/fortunes_cs.txt')
+  ds = vcrnn_jax.data.load('ptb_char', data_dir='corpora')
+  ds = vcrnn_jax.data.load('ptb_bit', data_dir='corpora', buffer_bits=8)
+  ds = vcrnn_jax.data.load('text', path='corpora/text/fortunes_cs.txt')
   ds = vcrnn_jax.data.load('bytes', path='dump.xml')  # raw bytes, enwik8 split
 
 With ``data_dir=None`` the corpus comes from the download cache (fetched and
@@ -54,8 +54,8 @@ def load(name: str,
       ``'text8'``, ``'enwik8'``, ``'text'`` (any UTF-8 file, ``path=``),
       ``'bytes'`` (any file as raw bytes, ``path=``), ``'thesession'``,
       ``'uci_har'``.
-    data_dir: folder with the files (the root holding ``ptb/``, ``har/``, ...
-      as in ``../shared/data``, or the dataset's own folder). None: use the
+    data_dir: folder with the files (the corpora root holding ``ptb/``,
+      ``har/``, ..., or the dataset's own folder). None: use the
       download cache, fetching the corpus if it is missing.
     **options: loader options, e.g. ``buffer_bits=8`` for ``ptb_bit``,
       ``max_length`` for ``text8``/``enwik8``/``text``/``bytes``,

@@ -7,7 +7,7 @@ model predicts them like any other symbol.
 
 Usage (through the registry)::
 
-  ds = vcrnn_jax.data.load('ptb_word', data_dir='../shared/data')
+  ds = vcrnn_jax.data.load('ptb_word', data_dir='corpora')
   ds.vocab.size            # 10000
   ds.train.shape           # (929589,)
 """

@@ -24,7 +24,7 @@ The text does not say *which* ``k`` elements are non-zero. Two layouts:
   zero-padded to ``bits``. Figure 6 calls the difficulty "the number of bits
   in the parity vectors", public reproductions build it this way, and it is
   the reading under which the paper's 64-bit results are reproduced here
-  (BUILD_NOTES.md: 0.6-4.2% error for three seeds after 300k steps with
+  (docs/results/act.md: 0.6-4.2% error for three seeds after 300k steps with
   tau=0.01, against 43.4% without ACT). The
   ``bits``-bit task then contains every smaller one as its ``k <= b`` slice;
 * ``layout='random'``: a uniformly random ``k``-subset of positions. At 64

@@ -3,23 +3,27 @@
 A run of N processes (one per host, or several on one machine) is the same
 command started N times with ``--coordinator_address=HOST:PORT
 --num_processes=N --process_id=I`` (or ``--distributed`` on a cluster that
-JAX detects). :func:`initialize` connects them; from then on ``jax.devices()``
-spans every process and :func:`vcrnn_jax.training.train_and_evaluate` splits
-each global batch over all of them.
+JAX detects). :func:`initialize` connects them and returns the run's handle,
+a :class:`Processes`; from then on ``jax.devices()`` spans every process and
+:func:`vcrnn_jax.training.train_and_evaluate`, given the handle, splits each
+global batch over all of them. The handle holds all the state of the run
+(the connection, the watchdog, the folders found shared); nothing is kept
+in this module. :data:`LOCAL` is the handle of a run of one process.
 
 The contract the training stack keeps on top of ``jax.distributed``:
 
-* One workdir, on a filesystem every process sees (:func:`check_shared_folder`
-  proves it before training). Process 0 (:func:`is_chief`) alone writes the
-  run's files; every process takes part in each Orbax save and restore.
+* One workdir, on a filesystem every process sees
+  (:meth:`Processes.check_shared_folder` proves it before training). Process
+  0 (:meth:`Processes.is_chief`) alone writes the run's files; every
+  process takes part in each Orbax save and restore.
 * Decisions that could differ between processes (do the flags match the
   workdir's run, which checkpoint was restored) are taken on the values of
-  every process (:func:`agree`) and, when they fail, raise the same
+  every process (:meth:`Processes.agree`) and, when they fail, raise the same
   :class:`AgreedError` on every process.
 * No process waits for a peer that is gone. A watchdog thread in each process
   beats every ``BEAT_S`` seconds through the coordination service's key-value
   store and watches the others' beats. A process that fails calls
-  :func:`abort_peers` with its one-line error; the others print
+  :meth:`Processes.abort_peers` with its one-line error; the others print
   ``process I failed: <its line>`` and exit with status 1. A process killed
   outright stops beating and is declared gone after ``STALE_S`` seconds (in
   ``GRACE_S`` if it dies inside a collective: the others' all-reduce fails on
@@ -378,7 +382,217 @@ class _Run:
     self.thread.join(timeout=2 * BEAT_S + 1)
 
 
-_RUN: Optional[_Run] = None
+# What XLA says when a collective loses a peer (the exception type varies:
+# a jit call raises ValueError, a transfer JaxRuntimeError).
+_LOST_PEER = re.compile(r'gloo|nccl|mpi|collective|all-?reduce|all-?gather|'
+                        r'connection (reset|closed|refused)|socket closed|'
+                        r'unavailable', re.IGNORECASE)
+
+
+class Processes:
+  """The processes of a run as this one sees them; this class: one process.
+
+  :func:`initialize` returns the handle and the caller passes it to what
+  needs it (:func:`vcrnn_jax.training.train_and_evaluate`, the sweeps), so
+  that no module holds the state of a run: two handles share nothing. This
+  class is the run of one process (:data:`LOCAL`), which is its own chief,
+  agrees with itself and has no peer to tell or to wait for; a run of
+  several processes gets a subclass holding the connection and the
+  watchdog. It has no state (``__slots__`` is empty), so one value serves
+  every single-process run.
+  """
+
+  __slots__ = ()
+
+  def is_chief(self) -> bool:
+    """Whether this process writes the run's files (process 0)."""
+    return True
+
+  def is_multiprocess(self) -> bool:
+    """Whether this is a run of several processes."""
+    return False
+
+  def agree(self, name: str, value: str) -> list[str]:
+    """Every process's ``value``, in process order (a gather of strings).
+
+    Every process of the run must call it, in the same order; ``name`` says
+    what is agreed on (a process that reaches another agreement is an
+    error). One process: ``[value]``.
+
+    Raises:
+      AgreedError: the processes are at different agreements.
+      ValueError: a process ended, or did not arrive within
+        ``AGREE_TIMEOUT_S``.
+    """
+    del name
+    return [value]
+
+  def check_everywhere(self, name: str, check: Callable[[], None]) -> None:
+    """Runs ``check`` on every process; its first refusal stops them all.
+
+    ``check`` raises ``ValueError`` to refuse (a workdir holding another
+    run). Each process checks what it sees; the first message, in process
+    order, is raised on every process as :class:`AgreedError`, so they all
+    stop with the same line. One process: ``check()`` itself.
+
+    Raises:
+      ValueError: from ``check`` (:class:`AgreedError` with several
+        processes).
+    """
+    del name
+    check()
+
+  def check_shared_folder(self, path) -> None:
+    """Checks that every process sees ``path`` as one folder.
+
+    Process 0 writes a file with a fresh token into ``path`` and every
+    process looks for it (for up to 5 s, for network filesystems), then it
+    is removed. Checkpoints and ``flags.json`` are written once, by process
+    0, for all. Each folder is checked once per handle. One process:
+    nothing to check.
+
+    Raises:
+      AgreedError: some processes do not see process 0's file.
+    """
+    del path
+
+  def abort_peers(self, message: str) -> None:
+    """Tells the other processes that this one failed with ``message``.
+
+    They print ``process I failed: <message>`` and exit with status 1.
+    Waits (at most ``ACK_S``) until each has read it, then returns: the
+    caller exits, with :func:`exit_now` (the peers skip JAX's shutdown
+    barrier). One process: does nothing.
+    """
+    del message
+
+  def peer_failure(self, error: BaseException) -> Optional[str]:
+    """The failure of a peer that explains ``error`` here, as one line.
+
+    Looks for a peer's message (:meth:`abort_peers`), a lost coordinator or
+    a peer gone silent; after an error that looks like a collective losing
+    its peer, for up to ``GRACE_S`` seconds (the peer may still be writing
+    its message), else only at once. None if nothing explains it (or one
+    process).
+    """
+    del error
+    return None
+
+  def exiting(self) -> bool:
+    """Whether the watchdog is ending this process (print nothing more)."""
+    return False
+
+  def finish(self) -> None:
+    """Waits until every process has finished, then stops the watchdog.
+
+    Call it at the end of a successful run, on every process: a process
+    that is done waits here, still watched, for the others (process 0
+    writing its reports), and JAX's shutdown barrier at exit then finds
+    them all. One process: does nothing.
+    """
+
+  def stop_watching(self) -> None:
+    """Stops the watchdog (before an exit that every process makes)."""
+
+
+# The run of one process: what every function taking a handle defaults to.
+LOCAL = Processes()
+
+
+class _MultiProcess(Processes):
+  """A run of several processes: :class:`Processes` over a :class:`_Run`."""
+
+  __slots__ = ('_run', '_shared_ok')
+
+  def __init__(self, run: _Run):
+    self._run = run
+    # Folders check_shared_folder proved shared, as absolute paths: a sweep
+    # trains many runs in subfolders of one.
+    self._shared_ok: set = set()
+
+  def is_chief(self) -> bool:
+    return self._run.pid == 0
+
+  def is_multiprocess(self) -> bool:
+    return True
+
+  def agree(self, name: str, value: str) -> list[str]:
+    run = self._run
+    n = next(run.counter)
+    run.set(run.key('agree', n, run.pid), json.dumps([name, value]))
+    got = [json.loads(v) for v in run.gather(['agree', n], name)]
+    names = [g[0] for g in got]
+    if len(set(names)) > 1:
+      raise AgreedError(
+          f'the processes are at different points ({", ".join(names)}); '
+          'start every process with the same command (only --process_id '
+          'differs).')
+    return [g[1] for g in got]
+
+  def check_everywhere(self, name: str, check: Callable[[], None]) -> None:
+    try:
+      check()
+      mine = ''
+    except ValueError as e:
+      mine = str(e).splitlines()[0] if str(e) else type(e).__name__
+    for message in self.agree(name, mine):
+      if message:
+        raise AgreedError(message)
+
+  def check_shared_folder(self, path) -> None:
+    path = pathlib.Path(path)
+    if str(path.absolute()) in self._shared_ok:
+      return
+    written = ''
+    if self.is_chief():
+      token = uuid.uuid4().hex
+      atomic_write(path / f'.shared-check-{token}', token)
+      written = json.dumps([token, str(path)])
+    # Process 0's token, and its name for the folder (for the message).
+    token, chief_path = json.loads(
+        self.agree('the shared-workdir check', written)[0])
+    probe = path / f'.shared-check-{token}'
+    seen = False
+    deadline = time.monotonic() + 5.0
+    while True:
+      try:
+        seen = probe.read_text() == token
+      except OSError:
+        seen = False
+      if seen or time.monotonic() > deadline:
+        break
+      time.sleep(0.2)
+    views = self.agree('the shared-workdir result', 'yes' if seen else 'no')
+    if self.is_chief():
+      try:
+        probe.unlink()
+      except OSError:
+        pass
+    blind = [str(j) for j, v in enumerate(views) if v != 'yes']
+    if blind:
+      raise AgreedError(
+          f'process{"es" if len(blind) > 1 else ""} {", ".join(blind)} '
+          f'cannot see the file process 0 wrote in its --workdir '
+          f'({chief_path}): --workdir must be one folder that every process '
+          'shares (a network filesystem on several machines).')
+    self._shared_ok.add(str(path.absolute()))
+
+  def abort_peers(self, message: str) -> None:
+    self._run.abort(message)
+
+  def peer_failure(self, error: BaseException) -> Optional[str]:
+    text = f'{type(error).__name__}: {error}'
+    grace = GRACE_S if _LOST_PEER.search(text) else 0.0
+    return self._run.peer_problem(grace)
+
+  def exiting(self) -> bool:
+    return self._run.exiting
+
+  def finish(self) -> None:
+    self._run.finish()
+
+  def stop_watching(self) -> None:
+    self._run.close()
 
 
 def _client():
@@ -412,7 +626,7 @@ def initialize(coordinator_address: Optional[str] = None,
                process_id: Optional[int] = None, *,
                auto: bool = False,
                timeout_s: float = CONNECT_TIMEOUT_S,
-               error_prefix: str = '') -> bool:
+               error_prefix: str = '') -> Processes:
   """Joins a multi-process run, or does nothing for a single process.
 
   Must run before anything touches a JAX device. Sets the CPU collectives to
@@ -433,14 +647,14 @@ def initialize(coordinator_address: Optional[str] = None,
       the process, e.g. ``'act_parity: error: '``.
 
   Returns:
-    Whether this is a run of several processes.
+    The handle of the run (:class:`Processes`), to pass to what trains:
+    :data:`LOCAL` for one process.
 
   Raises:
     ValueError: bad or incomplete settings, or ``auto`` found no cluster.
   """
-  global _RUN
   if not _check(coordinator_address, num_processes, process_id, auto):
-    return False
+    return LOCAL
   if timeout_s <= 0:
     raise ValueError(f'--connect_timeout must be > 0, got {timeout_s}.')
   _use_gloo_on_cpu()
@@ -493,174 +707,8 @@ def initialize(coordinator_address: Optional[str] = None,
           f'{coordinator_address}{hint}: {said}') from None
   timer.set()
   count, index = jax.process_count(), jax.process_index()
-  if count > 1:
-    _RUN = _Run(_client(), index, count, where, error_prefix)
-    _RUN.thread.start()
-  return count > 1
-
-
-def is_chief() -> bool:
-  """Whether this process writes the run's files (process 0)."""
-  return jax.process_index() == 0
-
-
-def is_multiprocess() -> bool:
-  """Whether :func:`initialize` joined a run of several processes."""
-  return _RUN is not None
-
-
-def agree(name: str, value: str) -> list[str]:
-  """Every process's ``value``, in process order (a gather of strings).
-
-  Every process of the run must call it, in the same order; ``name`` says
-  what is agreed on (a process that reaches another agreement is an error).
-  One process: ``[value]``.
-
-  Raises:
-    AgreedError: the processes are at different agreements.
-    ValueError: a process ended, or did not arrive within
-      ``AGREE_TIMEOUT_S``.
-  """
-  if _RUN is None:
-    return [value]
-  n = next(_RUN.counter)
-  _RUN.set(_RUN.key('agree', n, _RUN.pid), json.dumps([name, value]))
-  got = [json.loads(v) for v in _RUN.gather(['agree', n], name)]
-  names = [g[0] for g in got]
-  if len(set(names)) > 1:
-    raise AgreedError(
-        f'the processes are at different points ({", ".join(names)}); start '
-        'every process with the same command (only --process_id differs).')
-  return [g[1] for g in got]
-
-
-def check_everywhere(name: str, check: Callable[[], None]) -> None:
-  """Runs ``check`` on every process; its first refusal stops them all.
-
-  ``check`` raises ``ValueError`` to refuse (a workdir holding another run).
-  Each process checks what it sees; the first message, in process order, is
-  raised on every process as :class:`AgreedError`, so they all stop with the
-  same line. One process: ``check()`` itself.
-
-  Raises:
-    ValueError: from ``check`` (:class:`AgreedError` with several processes).
-  """
-  if _RUN is None:
-    check()
-    return
-  try:
-    check()
-    mine = ''
-  except ValueError as e:
-    mine = str(e).splitlines()[0] if str(e) else type(e).__name__
-  for message in agree(name, mine):
-    if message:
-      raise AgreedError(message)
-
-
-_SHARED_OK: set = set()
-
-
-def check_shared_folder(path) -> None:
-  """Checks that every process sees ``path`` as one folder.
-
-  Process 0 writes a file with a fresh token into ``path`` and every process
-  looks for it (for up to 5 s, for network filesystems), then it is removed.
-  Checkpoints and ``flags.json`` are written once, by process 0, for all.
-  One process: nothing to check.
-
-  Raises:
-    AgreedError: some processes do not see process 0's file.
-  """
-  path = pathlib.Path(path)
-  if _RUN is None or str(path.absolute()) in _SHARED_OK:
-    return
-  written = ''
-  if is_chief():
-    token = uuid.uuid4().hex
-    atomic_write(path / f'.shared-check-{token}', token)
-    written = json.dumps([token, str(path)])
-  # Process 0's token, and its name for the folder (for the message).
-  token, chief_path = json.loads(agree('the shared-workdir check', written)[0])
-  probe = path / f'.shared-check-{token}'
-  seen = False
-  deadline = time.monotonic() + 5.0
-  while True:
-    try:
-      seen = probe.read_text() == token
-    except OSError:
-      seen = False
-    if seen or time.monotonic() > deadline:
-      break
-    time.sleep(0.2)
-  views = agree('the shared-workdir result', 'yes' if seen else 'no')
-  if is_chief():
-    try:
-      probe.unlink()
-    except OSError:
-      pass
-  blind = [str(j) for j, v in enumerate(views) if v != 'yes']
-  if blind:
-    raise AgreedError(
-        f'process{"es" if len(blind) > 1 else ""} {", ".join(blind)} cannot '
-        f'see the file process 0 wrote in its --workdir ({chief_path}): '
-        '--workdir must be one folder that every process shares (a network '
-        'filesystem on several machines).')
-  _SHARED_OK.add(str(path.absolute()))
-
-
-def abort_peers(message: str) -> None:
-  """Tells the other processes that this one failed with ``message``.
-
-  They print ``process I failed: <message>`` and exit with status 1. Waits
-  (at most ``ACK_S``) until each has read it, then returns: the caller
-  exits, with :func:`exit_now` (the peers skip JAX's shutdown barrier).
-  One process: does nothing.
-  """
-  if _RUN is not None:
-    _RUN.abort(message)
-
-
-# What XLA says when a collective loses a peer (the exception type varies:
-# a jit call raises ValueError, a transfer JaxRuntimeError).
-_LOST_PEER = re.compile(r'gloo|nccl|mpi|collective|all-?reduce|all-?gather|'
-                        r'connection (reset|closed|refused)|socket closed|'
-                        r'unavailable', re.IGNORECASE)
-
-
-def peer_failure(error: BaseException) -> Optional[str]:
-  """The failure of a peer that explains ``error`` here, as one line.
-
-  Looks for a peer's message (:func:`abort_peers`), a lost coordinator or a
-  peer gone silent; after an error that looks like a collective losing its
-  peer, for up to ``GRACE_S`` seconds (the peer may still be writing its
-  message), else only at once. None if nothing explains it (or one
-  process).
-  """
-  if _RUN is None:
-    return None
-  text = f'{type(error).__name__}: {error}'
-  grace = GRACE_S if _LOST_PEER.search(text) else 0.0
-  return _RUN.peer_problem(grace)
-
-
-def exiting() -> bool:
-  """Whether the watchdog is ending this process (print nothing more)."""
-  return _RUN is not None and _RUN.exiting
-
-
-def finish() -> None:
-  """Waits until every process has finished, then stops the watchdog.
-
-  Call it at the end of a successful run, on every process: a process that
-  is done waits here, still watched, for the others (process 0 writing its
-  reports), and JAX's shutdown barrier at exit then finds them all.
-  """
-  if _RUN is not None:
-    _RUN.finish()
-
-
-def stop_watching() -> None:
-  """Stops the watchdog (before an exit that every process makes)."""
-  if _RUN is not None:
-    _RUN.close()
+  if count == 1:
+    return LOCAL
+  run = _Run(_client(), index, count, where, error_prefix)
+  run.thread.start()
+  return _MultiProcess(run)

@@ -28,8 +28,9 @@ It reports bits per symbol (``bpc``: per character, per bit or per word),
 ``perplexity`` (``2 ** bpc``) and the mean of each per-step statistic.
 """
 
+import functools
 import math
-from typing import Any, Callable, Mapping, NamedTuple, Optional
+from typing import Any, Callable, Iterable, Mapping, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
@@ -93,6 +94,212 @@ class LanguageModelTask(NamedTuple):
   experiment: Experiment
   evaluate_stream: Callable[..., dict]   # (params, stream, step=None) -> metrics
   per_step: Callable[..., dict]          # (params, tokens [T], step) -> [T] stats
+
+
+def _zero_state(model: SequenceModel, batch: int) -> Any:
+  """The model's initial state for ``batch`` rows: zeros, whatever its cell."""
+  # Traced abstractly: the shapes without initialising or running anything.
+  params = jax.eval_shape(model.init, jax.random.key(0))
+  tokens = jax.ShapeDtypeStruct((batch, 1), jnp.int32)
+  _, _, state = jax.eval_shape(
+      lambda p, t: model.apply(p, t, return_state=True,
+                                context=shape_probe_context()),
+      params, tokens)
+  return jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), state)
+
+
+def _forward(model: SequenceModel, params, windows: jax.Array,
+             context: Context, state=None) -> tuple[jax.Array, Any, Any]:
+  """The NLL ``[B, T]`` of ``windows[:, 1:]`` given ``windows[:, :-1]``, the
+  cell's per-step outputs and its final state."""
+  inputs, targets = windows[:, :-1], windows[:, 1:]
+  logits, ys, final = model.apply(params, inputs, context=context,
+                                  state=state, return_state=True)
+  return _nll(logits, targets), ys, final
+
+
+def _loss_terms(model: SequenceModel, regularizer: Optional[Regularizer],
+                statistics: Statistics, params, windows: jax.Array,
+                context: Context, state=None) -> tuple[jax.Array, dict, Any]:
+  """The training loss of a batch of windows (VCRNN Eq. 1 plus the
+  regularizer), its metrics and the final state."""
+  nll, ys, final = _forward(model, params, windows, context, state)
+  total = jnp.sum(nll, axis=1)
+  if regularizer is not None:
+    total = total + regularizer(ys, windows[:, :-1], context.step)
+  stats = statistics(ys, windows[:, :-1])
+  metrics = {'bpc': jnp.mean(nll) / math.log(2.0)}
+  metrics.update({k: jnp.mean(v) for k, v in stats.items()})
+  return jnp.mean(total), metrics, final
+
+
+# ---- training: mode='windows'
+
+
+def _windows_sampler(stream: np.ndarray, batch_size: int, seq_len: int
+                     ) -> Callable[[jax.Array, jax.Array], LMBatch]:
+  """``sample(key, step)``: ``batch_size`` windows at random offsets, a new
+  draw per step, each starting from a zero state."""
+  stream = jnp.asarray(stream.astype(np.int32))
+
+  @jax.jit
+  def sample(key, step):
+    windows = random_windows(jax.random.fold_in(key, step), stream,
+                             batch_size, seq_len)
+    return LMBatch(windows, jnp.asarray(True))
+
+  return sample
+
+
+def _windows_loss(loss_terms: Callable[..., tuple]) -> Callable[..., tuple]:
+  """The :class:`Experiment` loss of ``mode='windows'`` (no carried state)."""
+  def loss(params, batch: LMBatch, info: StepInfo):
+    total, metrics, _ = loss_terms(
+        params, batch.windows, Context(step=info.step, key=info.key))
+    return total, metrics
+
+  return loss
+
+
+# ---- training: mode='bptt'
+
+
+def _bptt_sampler(stream: np.ndarray, batch_size: int, seq_len: int
+                  ) -> Callable[[jax.Array, jax.Array], LMBatch]:
+  """``sample(key, step)``: window ``step mod n`` of every row of
+  :func:`bptt_rows`, flagged to reset the state when it opens an epoch."""
+  table, per_epoch = bptt_rows(stream, batch_size, seq_len)
+  table = jnp.asarray(table)
+
+  @jax.jit
+  def sample(key, step):
+    del key  # Truncated BPTT reads the stream in order.
+    window = step % per_epoch
+    windows = jax.lax.dynamic_slice_in_dim(table, window * seq_len,
+                                           seq_len + 1, axis=1)
+    return LMBatch(windows, window == 0)
+
+  return sample
+
+
+def _bptt_loss(loss_terms: Callable[..., tuple]) -> Callable[..., tuple]:
+  """The :class:`Experiment` loss of ``mode='bptt'``: starts from the carried
+  state and returns the final one as the next step's carry."""
+  def loss(params, batch: LMBatch, info: StepInfo):
+    state = jax.tree_util.tree_map(
+        lambda s: jnp.where(batch.reset, jnp.zeros_like(s), s), info.carry)
+    total, metrics, final = loss_terms(
+        params, batch.windows, Context(step=info.step, key=info.key), state)
+    # Truncated: no gradient flows into the previous window.
+    return total, (metrics, jax.lax.stop_gradient(final))
+
+  return loss
+
+
+# ---- evaluation
+
+
+def _window_sums(model: SequenceModel, statistics: Statistics
+                 ) -> Callable[..., tuple]:
+  """Jitted ``(params, windows, state, step) -> (summed NLL, {stat: sum},
+  symbols, final state)`` of one batch of evaluation windows."""
+  @jax.jit
+  def window_sums(params, windows, state, step):
+    nll, ys, final = _forward(model, params, windows, Context(step=step),
+                              state)
+    stats = statistics(ys, windows[:, :-1])
+    return (jnp.sum(nll), {k: jnp.sum(v) for k, v in stats.items()},
+            nll.size, final)
+
+  return window_sums
+
+
+def _accumulate(sums: Iterable[tuple]) -> tuple[float, dict, int]:
+  """Adds up ``(nll, stats, count)`` of windows on the host, in float64."""
+  nll, count, stats = 0.0, 0, {}
+  for a, s, c in sums:
+    nll, count = nll + float(a), count + int(c)
+    for k, v in s.items():
+      stats[k] = stats.get(k, 0.0) + float(v)
+  return nll, stats, count
+
+
+def _summary(nll: float, stats: dict, count: int,
+             derived: Optional[Derived]) -> dict:
+  """The metrics of an evaluation from its sums: ``bpc``, ``perplexity``,
+  the mean of each statistic and the ``derived`` metrics."""
+  out = {'bpc': bits_per_symbol(nll, count)}
+  out['perplexity'] = float(2.0 ** out['bpc'])
+  out.update({k: v / count for k, v in stats.items()})
+  if derived is not None:
+    out.update({k: float(v) for k, v in derived(dict(out)).items()})
+  return out
+
+
+def _stream_evaluator(model: SequenceModel, window_sums: Callable[..., tuple],
+                      batch_size: int, seq_len: int,
+                      derived: Optional[Derived]) -> Callable[..., dict]:
+  """``evaluate_stream(params, stream, step=None)``: contiguous windows of
+  :func:`bptt_rows`, the state carried across, every symbol counted once."""
+  def evaluate_stream(params, stream, step=None):
+    """Bits per symbol etc. over a whole stream, state carried across."""
+    stream = _check_stream('evaluated', stream, seq_len, batch_size)
+    table, windows = bptt_rows(stream, batch_size, seq_len)
+    step = jnp.asarray(0 if step is None else step, jnp.int32)
+
+    def sums():
+      state = _zero_state(model, batch_size)
+      for w in range(windows):
+        chunk = jnp.asarray(table[:, w * seq_len:(w + 1) * seq_len + 1])
+        a, s, c, state = window_sums(params, chunk, state, step)
+        yield a, s, c
+
+    return _summary(*_accumulate(sums()), derived)
+
+  return evaluate_stream
+
+
+def _held_out_evaluator(model: SequenceModel,
+                        window_sums: Callable[..., tuple],
+                        held_out: np.ndarray, batch_size: int,
+                        derived: Optional[Derived]) -> Callable[..., dict]:
+  """``evaluate(params, step)`` over fixed windows ``held_out`` ``[N, T + 1]``
+  (ACT's setting), each from a zero state, ``batch_size`` at a time."""
+  def evaluate(params, step):
+    step = jnp.asarray(step, jnp.int32)
+
+    def sums():
+      for i in range(0, len(held_out), batch_size):
+        chunk = jnp.asarray(held_out[i:i + batch_size])
+        a, s, c, _ = window_sums(params, chunk,
+                                 _zero_state(model, chunk.shape[0]), step)
+        yield a, s, c
+
+    return _summary(*_accumulate(sums()), derived)
+
+  return evaluate
+
+
+def _per_step_stats(model: SequenceModel, statistics: Statistics
+                    ) -> Callable[..., dict]:
+  """``per_step(params, tokens, step=None)``: the statistics and the NLL at
+  every symbol of one token sequence."""
+  @jax.jit
+  def jitted(params, tokens, step):
+    windows = tokens[None]
+    nll, ys, _ = _forward(model, params, windows, Context(step=step),
+                          _zero_state(model, 1))
+    out = {k: v[0] for k, v in statistics(ys, windows[:, :-1]).items()}
+    out['nll'] = nll[0]
+    return out
+
+  def per_step(params, tokens, step=None):
+    """Statistics at every symbol of ``tokens[:-1]`` (predicting ``[1:]``)."""
+    tokens = jnp.asarray(np.asarray(tokens, np.int32))
+    step = jnp.asarray(0 if step is None else step, jnp.int32)
+    return {k: np.asarray(v) for k, v in jitted(params, tokens, step).items()}
+
+  return per_step
 
 
 def lm_experiment(
@@ -162,140 +369,34 @@ def lm_experiment(
       'valid', valid_stream, eval_seq_len,
       eval_batch_size if eval_mode == 'stream' else 1)
   stats_fn = statistics or (lambda ys, inputs: {})
-
-  def zero_state(batch):
-    # The model's initial state, whatever its cell: traced abstractly.
-    params = jax.eval_shape(model.init, jax.random.key(0))
-    tokens = jax.ShapeDtypeStruct((batch, 1), jnp.int32)
-    _, _, state = jax.eval_shape(
-        lambda p, t: model.apply(p, t, return_state=True,
-                                  context=shape_probe_context()),
-        params, tokens)
-    return jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), state)
-
-  def forward(params, windows, context, state=None):
-    inputs, targets = windows[:, :-1], windows[:, 1:]
-    logits, ys, final = model.apply(params, inputs, context=context,
-                                    state=state, return_state=True)
-    return _nll(logits, targets), ys, final
-
-  def loss_terms(params, windows, context, state=None):
-    nll, ys, final = forward(params, windows, context, state)
-    total = jnp.sum(nll, axis=1)
-    if regularizer is not None:
-      total = total + regularizer(ys, windows[:, :-1], context.step)
-    stats = stats_fn(ys, windows[:, :-1])
-    metrics = {'bpc': jnp.mean(nll) / math.log(2.0)}
-    metrics.update({k: jnp.mean(v) for k, v in stats.items()})
-    return jnp.mean(total), metrics, final
+  loss_terms = functools.partial(_loss_terms, model, regularizer, stats_fn)
 
   if mode == 'windows':
-    train_dev = jnp.asarray(train_stream.astype(np.int32))
-
-    @jax.jit
-    def sample(key, step):
-      windows = random_windows(jax.random.fold_in(key, step), train_dev,
-                               batch_size, seq_len)
-      return LMBatch(windows, jnp.asarray(True))
-
-    def loss(params, batch, info: StepInfo):
-      total, metrics, _ = loss_terms(
-          params, batch.windows, Context(step=info.step, key=info.key))
-      return total, metrics
-
+    sample = _windows_sampler(train_stream, batch_size, seq_len)
+    loss = _windows_loss(loss_terms)
     init_carry = None
   else:
-    table, per_epoch = bptt_rows(train_stream, batch_size, seq_len)
-    table_dev = jnp.asarray(table)
+    sample = _bptt_sampler(train_stream, batch_size, seq_len)
+    loss = _bptt_loss(loss_terms)
+    init_carry = functools.partial(_zero_state, model)
 
-    @jax.jit
-    def sample(key, step):
-      del key  # Truncated BPTT reads the stream in order.
-      window = step % per_epoch
-      windows = jax.lax.dynamic_slice_in_dim(table_dev, window * seq_len,
-                                             seq_len + 1, axis=1)
-      return LMBatch(windows, window == 0)
-
-    init_carry = zero_state
-
-    def loss(params, batch, info: StepInfo):
-      state = jax.tree_util.tree_map(
-          lambda s: jnp.where(batch.reset, jnp.zeros_like(s), s), info.carry)
-      total, metrics, final = loss_terms(
-          params, batch.windows, Context(step=info.step, key=info.key), state)
-      return total, (metrics, jax.lax.stop_gradient(final))
-
-  # ---- evaluation
-  @jax.jit
-  def eval_window(params, windows, state, step):
-    context = Context(step=step)
-    nll, ys, final = forward(params, windows, context, state)
-    stats = stats_fn(ys, windows[:, :-1])
-    return (jnp.sum(nll), {k: jnp.sum(v) for k, v in stats.items()},
-            nll.size, final)
-
-  def _finish(nll, stats, count):
-    out = {'bpc': bits_per_symbol(nll, count)}
-    out['perplexity'] = float(2.0 ** out['bpc'])
-    out.update({k: v / count for k, v in stats.items()})
-    if derived is not None:
-      out.update({k: float(v) for k, v in derived(dict(out)).items()})
-    return out
-
-  def evaluate_stream(params, stream, step=None):
-    """Bits per symbol etc. over a whole stream, state carried across."""
-    stream = _check_stream('evaluated', stream, eval_seq_len, eval_batch_size)
-    table, windows = bptt_rows(stream, eval_batch_size, eval_seq_len)
-    step = jnp.asarray(0 if step is None else step, jnp.int32)
-    state = zero_state(eval_batch_size)
-    nll, count, stats = 0.0, 0, {}
-    for w in range(windows):
-      chunk = jnp.asarray(
-          table[:, w * eval_seq_len:(w + 1) * eval_seq_len + 1])
-      a, s, c, state = eval_window(params, chunk, state, step)
-      nll, count = nll + float(a), count + int(c)
-      for k, v in s.items():
-        stats[k] = stats.get(k, 0.0) + float(v)
-    return _finish(nll, stats, count)
-
+  # One jitted function for every evaluation, so they share its compilations.
+  window_sums = _window_sums(model, stats_fn)
+  evaluate_stream = _stream_evaluator(model, window_sums, eval_batch_size,
+                                      eval_seq_len, derived)
   if eval_mode == 'windows':
     held_out = random_windows(jax.random.PRNGKey(eval_seed), valid_stream,
                               eval_windows, eval_seq_len)
-
-    def evaluate(params, step):
-      step = jnp.asarray(step, jnp.int32)
-      nll, count, stats = 0.0, 0, {}
-      for i in range(0, eval_windows, eval_batch_size):
-        chunk = jnp.asarray(held_out[i:i + eval_batch_size])
-        a, s, c, _ = eval_window(params, chunk, zero_state(chunk.shape[0]),
-                                 step)
-        nll, count = nll + float(a), count + int(c)
-        for k, v in s.items():
-          stats[k] = stats.get(k, 0.0) + float(v)
-      return _finish(nll, stats, count)
+    evaluate = _held_out_evaluator(model, window_sums, held_out,
+                                   eval_batch_size, derived)
   else:
     def evaluate(params, step):
       return evaluate_stream(params, valid_stream, step)
-
-  @jax.jit
-  def _per_step(params, tokens, step):
-    windows = tokens[None]
-    nll, ys, _ = forward(params, windows, Context(step=step),
-                         zero_state(1))
-    out = {k: v[0] for k, v in stats_fn(ys, windows[:, :-1]).items()}
-    out['nll'] = nll[0]
-    return out
-
-  def per_step(params, tokens, step=None):
-    """Statistics at every symbol of ``tokens[:-1]`` (predicting ``[1:]``)."""
-    tokens = jnp.asarray(np.asarray(tokens, np.int32))
-    step = jnp.asarray(0 if step is None else step, jnp.int32)
-    return {k: np.asarray(v) for k, v in _per_step(params, tokens,
-                                                   step).items()}
 
   def init(key):
     return model.init(key)
 
   experiment = Experiment(init=init, loss=loss, sample=sample,
                           evaluate=evaluate, init_carry=init_carry)
-  return LanguageModelTask(experiment, evaluate_stream, per_step)
+  return LanguageModelTask(experiment, evaluate_stream,
+                           _per_step_stats(model, stats_fn))

@@ -502,7 +502,8 @@ def _shardings(config: TrainConfig, has_carry: bool) -> _Shardings:
 
 
 def _restore(checkpointer: Checkpointer, state: TrainState, workdir,
-             config: TrainConfig) -> tuple[int, TrainState]:
+             config: TrainConfig, processes: distributed.Processes
+             ) -> tuple[int, TrainState]:
   """The latest checkpoint's step and state (``(0, state)`` if none).
 
   Every process restores the same step from the shared folder; one beyond
@@ -512,7 +513,7 @@ def _restore(checkpointer: Checkpointer, state: TrainState, workdir,
   start = 0
   if restored is not None:
     start, state = restored[0], TrainState(*restored[1])
-  steps = distributed.agree('the restored step', str(start))
+  steps = processes.agree('the restored step', str(start))
   if len(set(steps)) > 1:
     raise distributed.AgreedError(
         f'the processes restored different steps from {workdir / "checkpoints"}'
@@ -664,6 +665,7 @@ def train_and_evaluate(experiment: Experiment, config: TrainConfig,
                        workdir, *,
                        on_checkpoint: Optional[Callable[[int], None]] = None,
                        clock: Callable[[], float] = time.perf_counter,
+                       processes: distributed.Processes = distributed.LOCAL,
                        ) -> TrainResult:
   """Trains ``experiment`` in ``workdir``, resuming from its latest checkpoint.
 
@@ -684,13 +686,17 @@ def train_and_evaluate(experiment: Experiment, config: TrainConfig,
       every process (the binaries record their run-defining flags there: a
       workdir without a checkpoint holds no run; only process 0 writes).
     clock: seconds, for ``steps_per_sec`` (a test passes its own).
+    processes: the run's processes, the handle
+      :func:`vcrnn_jax.training.distributed.initialize` returned (default:
+      this process alone).
 
   Several processes (:mod:`vcrnn_jax.training.distributed`): every process
-  calls this with the same arguments and one ``workdir`` they all see. Each
-  builds the batch of each step from ``(data key, step)`` and feeds its own
-  devices' rows, so the numbers do not depend on the number of processes;
-  all of them save and restore the checkpoints together, and process 0 alone
-  writes the metrics, the progress bar and the summary.
+  calls this with the same arguments, its own handle, and one ``workdir``
+  they all see. Each builds the batch of each step from ``(data key, step)``
+  and feeds its own devices' rows, so the numbers do not depend on the
+  number of processes; all of them save and restore the checkpoints
+  together, and process 0 alone writes the metrics, the progress bar and
+  the summary.
 
   Raises:
     ValueError: a bad config or workdir, a workdir already beyond
@@ -706,11 +712,11 @@ def train_and_evaluate(experiment: Experiment, config: TrainConfig,
   _, _, loss_key = run_keys(config.seed)
   tx, state = _initial_state(experiment, config)
   # Every process saves and restores with Orbax, in one shared folder.
-  distributed.check_shared_folder(workdir)
+  processes.check_shared_folder(workdir)
   checkpointer = Checkpointer(workdir / 'checkpoints',
                               max_to_keep=config.keep_checkpoints)
   try:
-    start, state = _restore(checkpointer, state, workdir, config)
+    start, state = _restore(checkpointer, state, workdir, config, processes)
   except BaseException:
     checkpointer.close()
     raise

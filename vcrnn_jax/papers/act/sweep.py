@@ -42,8 +42,10 @@ A run whose loss becomes NaN gets a ``diverged.txt`` marker and is skipped by
 later invocations (training is deterministic, so it would diverge again);
 delete its folder to retry it.
 
-Several processes (``jax.distributed``) train each run together; every
-process reads the CSVs and markers, process 0 alone writes them.
+Several processes (``jax.distributed``) train each run together, given the
+handle :func:`vcrnn_jax.training.distributed.initialize` returned
+(``run_sweep(..., processes=...)``); every process reads the CSVs and
+markers, process 0 alone writes them.
 
 Deviations from the paper (as for ``experiments/act_parity.py``): Adam with
 learning rate 1e-3 on one worker instead of 1e-4 with 16 Hogwild! threads, and
@@ -368,10 +370,12 @@ def _manifest(config: SweepConfig) -> dict:
   return settings
 
 
-def check_manifest(workdir, config: SweepConfig) -> None:
-  """Writes ``sweep.json``, or checks ``config`` against it (see
-  :func:`vcrnn_jax.analysis.sweep.check_manifest`)."""
-  sweep.check_manifest(workdir, _manifest(config), _MUTABLE_SETTINGS)
+def check_manifest(workdir, config: SweepConfig, *, chief: bool = True
+                   ) -> None:
+  """Writes ``sweep.json`` (if ``chief``), or checks ``config`` against it
+  (see :func:`vcrnn_jax.analysis.sweep.check_manifest`)."""
+  sweep.check_manifest(workdir, _manifest(config), _MUTABLE_SETTINGS,
+                       chief=chief)
 
 
 # ----------------------------------------------------------------------------
@@ -385,13 +389,16 @@ class RunOutcome(NamedTuple):
   trained_steps: int      # steps trained by this call (0: restored only)
 
 
-def run_one(config: SweepConfig, run: RunSpec, run_dir) -> RunOutcome:
+def run_one(config: SweepConfig, run: RunSpec, run_dir, *,
+            processes: distributed.Processes = distributed.LOCAL
+            ) -> RunOutcome:
   """Trains (or resumes, or restores) one run and evaluates it by difficulty.
 
   Args:
     config: the sweep's settings.
     run: which run.
     run_dir: its workdir.
+    processes: the processes that train it (default: this one alone).
 
   Returns:
     Its rows for ``results.csv`` and ``difficulty.csv``.
@@ -417,10 +424,11 @@ def run_one(config: SweepConfig, run: RunSpec, run_dir) -> RunOutcome:
     # Quiet when only restoring: there is no progress to show.
     result = train_and_evaluate(
         experiment, train_config(config, run, quiet=None if trained else True),
-        run_dir)
+        run_dir, processes=processes)
   finally:
     if trained:   # Counted even when interrupted: the time was spent.
-      sweep.add_wall_seconds(run_dir, time.time() - t0)
+      sweep.add_wall_seconds(run_dir, time.time() - t0,
+                             chief=processes.is_chief())
   if result.step != config.steps:
     raise ValueError(f'{run_dir}: training stopped at step {result.step}, '
                      f'expected {config.steps}.')
@@ -469,7 +477,9 @@ def _complete_runs(config: SweepConfig, results_path: pathlib.Path,
 
 
 def run_sweep(config: SweepConfig, runs: Sequence[RunSpec], workdir, *,
-              log: Callable[[str], None] = print) -> SweepSummary:
+              log: Callable[[str], None] = print,
+              processes: distributed.Processes = distributed.LOCAL
+              ) -> SweepSummary:
   """Runs the grid ``runs`` in ``workdir`` (resumable; see module docstring).
 
   Args:
@@ -477,6 +487,9 @@ def run_sweep(config: SweepConfig, runs: Sequence[RunSpec], workdir, *,
     runs: the grid (:func:`make_grid`).
     workdir: the sweep's folder (created if missing).
     log: receives one line per run.
+    processes: the processes that train it, the handle
+      :func:`vcrnn_jax.training.distributed.initialize` returned (default:
+      this one alone).
 
   Returns:
     A :class:`SweepSummary`.
@@ -490,8 +503,10 @@ def run_sweep(config: SweepConfig, runs: Sequence[RunSpec], workdir, *,
     raise ValueError(f'workdir {str(workdir)!r} exists and is not a directory.')
   workdir.mkdir(parents=True, exist_ok=True)
   # Several processes: each checks, all stop with the first refusal.
-  distributed.check_everywhere('the sweep.json check',
-                               lambda: check_manifest(workdir, config))
+  chief = processes.is_chief()
+  processes.check_everywhere(
+      'the sweep.json check',
+      lambda: check_manifest(workdir, config, chief=chief))
   results_path = workdir / RESULTS_FILENAME
   difficulty_path = workdir / DIFFICULTY_FILENAME
   summary = SweepSummary([], [], [], [], [], [])
@@ -512,9 +527,9 @@ def run_sweep(config: SweepConfig, runs: Sequence[RunSpec], workdir, *,
       summary.skipped.append(run)
       continue
     try:
-      outcome = run_one(config, run, run_dir)
+      outcome = run_one(config, run, run_dir, processes=processes)
     except TrainingDiverged as e:
-      if distributed.is_chief():
+      if chief:
         run_dir.mkdir(parents=True, exist_ok=True)
         atomic_write(run_dir / DIVERGED_FILENAME, str(e) + '\n')
       log(f'{where}: {e}')
@@ -524,9 +539,10 @@ def run_sweep(config: SweepConfig, runs: Sequence[RunSpec], workdir, *,
       # Each run compiles its own closures; dropping them keeps a long sweep's
       # memory flat.
       jax.clear_caches()
-    upsert_rows(results_path, RESULTS_FIELDS, [outcome.result], key=RUN_KEY)
+    upsert_rows(results_path, RESULTS_FIELDS, [outcome.result], key=RUN_KEY,
+                chief=chief)
     upsert_rows(difficulty_path, DIFFICULTY_FIELDS, outcome.difficulty,
-                key=RUN_KEY)
+                key=RUN_KEY, chief=chief)
     (summary.trained if outcome.trained_steps else summary.restored).append(run)
     r = outcome.result
     what = (f'trained {outcome.trained_steps} steps' if outcome.trained_steps

@@ -27,7 +27,7 @@ CELLS = registry.names('baseline')
 # The paper's model and task per synthetic task (ACT Sections 3.1-3.4) and our
 # training budget, in one place: the binaries' flag defaults and the sweep's
 # come from here. Loop settings (compact_rows, ponder_slots, save_residuals)
-# change the speed, not the maths (BUILD_NOTES.md: "ACT loop cost").
+# change the speed, not the maths (docs/performance.md).
 # 'difficulty_seq_len' is the sequence length of the paper's difficulty plots
 # (Fig. 10: length 5; Fig. 14: length 3); None lets the task choose.
 PAPER_SETTINGS = {

@@ -200,6 +200,7 @@ def run_seeds(
     log: Callable[[str], None] = print,
     run_metrics: Optional[Callable[[pathlib.Path], Mapping[str, float]]] = None,
     settings: str = '',
+    chief: bool = True,
 ) -> list[SeedResult]:
   """Trains ``spec`` once per seed in ``<workdir>/seed=<s>`` and tabulates.
 
@@ -228,6 +229,8 @@ def run_seeds(
     settings: the settings that change the result beyond the model's name
       (the binaries: every non-default run-defining flag, ``'steps=100
       learning_rate=0.01'``); ``''`` for the paper's.
+    chief: whether this process writes ``table_csv`` (in a run of several
+      processes, process 0 alone).
   """
   workdir = pathlib.Path(workdir)
   train = train or train_and_evaluate
@@ -252,7 +255,7 @@ def run_seeds(
       # 'settings' last: a table written before it is extended, not refused.
       sweep.upsert_rows(table_csv, ('model', 'cell', 'hidden_size', 'seed')
                         + tuple(table_fields) + ('settings',), [row],
-                        key=('model', 'settings', 'seed'))
+                        key=('model', 'settings', 'seed'), chief=chief)
   return out
 
 

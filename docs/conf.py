@@ -1,0 +1,120 @@
+"""Sphinx configuration of the vcrnn_jax documentation.
+
+Build (from the repository root)::
+
+  pip install '.[docs]'
+  python -m sphinx -W --keep-going -b html docs docs/_build/html
+
+The guides under ``guides/`` are MyST notebooks that myst-nb executes during
+the build; their outputs are cached in ``docs/_build/.jupyter_cache``.
+"""
+
+import inspect
+import os
+import pathlib
+import re
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+# The notebook kernels are subprocesses: give them the same package.
+os.environ['PYTHONPATH'] = os.pathsep.join(
+    p for p in (str(ROOT), os.environ.get('PYTHONPATH')) if p)
+
+import vcrnn_jax
+
+project = 'vcrnn_jax'
+author = 'vcrnn_jax authors'
+copyright = '2025, vcrnn_jax authors'
+release = version = vcrnn_jax.__version__
+
+extensions = [
+    'myst_nb',
+    'sphinx.ext.autodoc',
+    'sphinx.ext.napoleon',
+    'sphinx.ext.mathjax',
+    'sphinx.ext.viewcode',
+]
+
+exclude_patterns = ['_build', 'Thumbs.db', '.DS_Store', '**.ipynb_checkpoints']
+source_suffix = {'.rst': 'restructuredtext', '.md': 'myst-nb'}
+
+html_theme = 'furo'
+html_title = 'vcrnn_jax'
+
+# -- MyST and myst-nb ---------------------------------------------------------
+myst_enable_extensions = ['dollarmath', 'amsmath', 'colon_fence', 'deflist']
+myst_heading_anchors = 3
+nb_execution_mode = 'cache'
+nb_execution_cache_path = str(ROOT / 'docs' / '_build' / '.jupyter_cache')
+nb_execution_raise_on_error = True
+nb_execution_timeout = 300
+nb_merge_streams = True
+
+# -- autodoc and napoleon (Google style) --------------------------------------
+autodoc_default_options = {
+    'members': True,
+    'member-order': 'bysource',
+    'show-inheritance': False,
+}
+autodoc_typehints = 'signature'
+autodoc_preserve_defaults = True
+napoleon_google_docstring = True
+napoleon_numpy_docstring = False
+napoleon_use_ivar = True
+napoleon_use_rtype = False
+
+# NamedTuple fields are documented by a trailing comment in the source
+# (``output: jax.Array  # [batch, F] ...``). autodoc shows them as "Alias for
+# field number N"; show the comment instead.
+_FIELD_ALIAS = re.compile(r'^Alias for field number \d+$')
+
+
+def _field_comment(cls, field):
+  try:
+    lines = inspect.getsource(cls).splitlines()
+  except (OSError, TypeError):
+    return None
+  pattern = re.compile(rf'^\s+{re.escape(field)}\s*:[^#]*#\s?(.*)$')
+  for i, line in enumerate(lines):
+    match = pattern.match(line)
+    if not match:
+      continue
+    text = [match.group(1).strip()]
+    for more in lines[i + 1:]:
+      stripped = more.strip()
+      if not stripped.startswith('#'):
+        break
+      text.append(stripped.lstrip('#').strip())
+    return ' '.join(t for t in text if t)
+  return None
+
+
+def _namedtuple_field_doc(app, what, name, obj, options, lines):
+  del app, obj, options
+  if what not in ('attribute', 'property') or len(lines) > 2:
+    return
+  if not any(_FIELD_ALIAS.match(line) for line in lines):
+    return
+  cls_path, _, field = name.rpartition('.')
+  # Import the class the field belongs to.
+  parts = cls_path.split('.')
+  for cut in range(len(parts) - 1, 0, -1):
+    try:
+      obj = __import__('.'.join(parts[:cut]), fromlist=['_'])
+    except ImportError:
+      continue
+    try:
+      for attr in parts[cut:]:
+        obj = getattr(obj, attr)
+    except AttributeError:
+      continue
+    break
+  else:
+    return
+  comment = _field_comment(obj, field)
+  lines[:] = [comment] if comment else []
+
+
+def setup(app):
+  app.connect('autodoc-process-docstring', _namedtuple_field_doc)

@@ -1,0 +1,68 @@
+"""Imports only go down the layers of BUILD_NOTES.md's Architecture table."""
+
+import ast
+import pathlib
+
+import pytest
+
+PACKAGE = pathlib.Path(__file__).resolve().parents[1] / 'vcrnn_jax'
+
+# Module prefix -> layer; a module may import only its own layer or lower.
+LAYERS = {
+    'vcrnn_jax.core': 0, 'vcrnn_jax.files': 0,
+    'vcrnn_jax.loops': 1, 'vcrnn_jax.cells': 1, 'vcrnn_jax.metrics': 1,
+    'vcrnn_jax.data': 1, 'vcrnn_jax.tasks': 1,
+    'vcrnn_jax.act': 2, 'vcrnn_jax.rehn': 2, 'vcrnn_jax.vc': 2,
+    'vcrnn_jax.unroll': 2,
+    'vcrnn_jax.registry': 3, 'vcrnn_jax.models': 3,
+    'vcrnn_jax.linen': 4, 'vcrnn_jax.nnx': 4,
+    'vcrnn_jax.training': 5,
+    'vcrnn_jax.analysis': 6,
+    'vcrnn_jax.papers': 7,
+}
+
+
+def _layer(module: str) -> int:
+  matches = [p for p in LAYERS if module == p or module.startswith(p + '.')]
+  if not matches:
+    raise KeyError(module)
+  return LAYERS[max(matches, key=len)]
+
+
+def _imports(path: pathlib.Path):
+  for node in ast.walk(ast.parse(path.read_text())):
+    if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+      names = [node.module] + [f'{node.module}.{a.name}' for a in node.names]
+    elif isinstance(node, ast.Import):
+      names = [a.name for a in node.names]
+    else:
+      continue
+    for name in names:
+      if name.startswith('vcrnn_jax.'):
+        try:
+          yield name, _layer(name)
+        except KeyError:
+          continue      # ``from vcrnn_jax.x import some_function``
+
+
+def _modules():
+  for path in sorted(PACKAGE.rglob('*.py')):
+    parts = path.relative_to(PACKAGE.parent).with_suffix('').parts
+    name = '.'.join(p for p in parts if p != '__init__')
+    if name != 'vcrnn_jax':      # the package root re-exports every layer
+      yield name, path
+
+
+@pytest.mark.parametrize('name,path', list(_modules()),
+                         ids=[n for n, _ in _modules()])
+def test_imports_only_go_down(name, path):
+  own = _layer(name)
+  up = [(imported, layer) for imported, layer in _imports(path)
+        if layer > own]
+  assert not up, f'{name} (layer {own}) imports from above: {up}'
+
+
+def test_training_holds_no_module_named_for_a_paper():
+  names = {p.stem for p in (PACKAGE / 'training').glob('*.py')}
+  for paper in ('act', 'vc', 'rehn'):
+    assert not any(paper in n.split('_') for n in names), names

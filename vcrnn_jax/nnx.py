@@ -1,0 +1,1002 @@
+"""Thin ``flax.nnx`` modules around the pure cells.
+
+Each module holds its cell's params as :class:`flax.nnx.Param` leaves and
+calls the pure functions; no maths lives here. They subclass
+``flax.nnx.RNNCellBase`` (``__call__(carry, inputs) -> (carry, y)``,
+``initialize_carry``, ``num_feature_axes``), so they run inside
+``flax.nnx.RNN`` unchanged::
+
+  from flax import nnx
+  from vcrnn_jax import nnx as vnnx
+
+  cell = vnnx.GRU(8, 32, rngs=nnx.Rngs(0))   # in_features, hidden_features
+  ys = nnx.RNN(cell)(jnp.ones((4, 10, 8)))   # (4, 10, 32)
+
+As NNX modules do, they create their params when built, so the input size is
+the first constructor argument (``GRU(in_features, hidden_features, *,
+rngs)``, as ``flax.nnx.GRUCell``). Every option of the pure factory is a
+constructor argument with the factory's default.
+
+**Params.** A module's params are laid out exactly as the pure cell's params
+tree: every entry is an attribute of the same name (a nested dict, such as
+VCRNN's ``scheduler``, is a small container module), and a wrapper holds the
+modules it wraps under the pure tree's names (ACT's ``cell``, the stack's
+``layer_0``, ``layer_1``, ...). So ``nnx.state(module, nnx.Param)`` has the
+pure tree's paths, and :func:`to_params` / :func:`from_params` convert both
+ways: a checkpoint of the pure cell (the binaries') loads into a module and
+back.
+
+**Extras.** What the pure cell takes in its :class:`vcrnn_jax.core.Context`
+comes from the module's state, since ``flax.nnx.RNN`` has no slot for it:
+
+* *Dropout* (RHN family, the stack): a module whose cell draws dropout masks
+  forks a ``'dropout'`` stream from its ``rngs`` (``'default'`` when there is
+  none, as ``nnx.Dropout``) and draws one key per call, unless its
+  ``deterministic`` attribute is True. ``model.eval()`` and ``model.train()``
+  (or ``nnx.view(model, deterministic=...)``) switch it. Within one call the
+  pure cells fold that key as they always do. :class:`RNN` draws one key per
+  sequence, so masks are shared over time (variational dropout, as
+  :func:`vcrnn_jax.unroll`); under ``flax.nnx.RNN`` the cell is called once
+  per step and draws a new key each time, so masks change from step to step.
+* *The training step* (VCRNN's and VCGRU's sharpness schedule): each VC
+  module holds a :class:`Step` variable, ``module.step``, an int32 scalar that
+  starts at 0 and never advances by itself. Set it to the number of updates
+  done so far (what the binaries pass; ``optimizer.step`` of
+  ``nnx.Optimizer``) with :func:`set_step` before each training step, inside
+  or outside ``nnx.jit``: it is an array, so a new value does not recompile.
+  ``model.eval()`` does not touch it: evaluation uses the soft mask at the
+  sharpness of the step last set (after training, the final sharpness), as
+  the binaries evaluate at the current step. The hard inference path
+  (``hard=True``, :func:`vcrnn_jax.vc.vcrnn`) on the same params is
+  ``nnx.view(model, hard=True)`` or ``model.set_attributes(hard=True)``.
+* *Padding*: ``flax.nnx.RNN`` runs every step of every row and uses
+  ``seq_lengths`` only to pick each row's returned carry (the last step's
+  for an empty row), so an ACT cell ponders on padding and padded outputs
+  are not zero. :class:`RNN` runs these modules with :func:`vcrnn_jax.unroll`,
+  which tells the cell which rows are padding (``context.active``: ACT takes
+  one step, EI-REHN no micro-layer, VC updates nothing), keeps their state
+  and zeroes their outputs, so the carry is the one after each row's last
+  real step.
+
+A module's ``__call__`` also takes an optional ``context``; the fields it
+sets take precedence over the module's own (``step``, ``key``), and an
+``active`` mask marks rows the caller will discard.
+
+**Conventions** as in :mod:`vcrnn_jax.linen`: ``inputs`` may have any leading
+batch axes (none included); the LSTM carry is
+:class:`vcrnn_jax.cells.LSTMState` ``(c, h)`` (a plain ``(c, h)`` tuple, as
+``flax.nnx.LSTMCell`` makes, is accepted).
+
+**flax versions.** Written for flax 0.12 and kept working back to 0.10 (the
+package's floor): values are read with ``get_value()`` where it exists
+(``.value`` is deprecated in 0.12), modules are walked with
+``nnx.iter_modules`` or, before 0.12, the method; a module forks its dropout
+stream where ``RngStream.fork`` exists (0.11+) and shares the caller's
+before; ``set_view`` is the hook of ``nnx.view`` (0.12+) and is harmless
+without it. The example below uses ``nnx.Optimizer(..., wrt=)`` and
+``update(model, grads)`` (0.11+).
+
+Example, an ACT-LSTM trained on 4-bit parity with ``nnx.Optimizer``
+(``tests/test_nnx.py`` runs it)::
+
+  import jax
+  import jax.numpy as jnp
+  import optax
+  from flax import nnx
+  import vcrnn_jax
+  from vcrnn_jax.tasks import parity
+
+
+  class ParityModel(nnx.Module):
+
+    def __init__(self, bits, hidden, *, rngs):
+      # ACT feeds its cell the input plus the first-step flag (Eq. 3).
+      lstm = vcrnn_jax.nnx.LSTM(bits + 1, hidden, rngs=rngs)
+      act = vcrnn_jax.nnx.ACT(lstm, output_size=1, max_steps=8, rngs=rngs)
+      self.rnn = vcrnn_jax.nnx.RNN(act)
+
+    def __call__(self, inputs, seq_lengths=None):
+      return self.rnn(inputs, seq_lengths=seq_lengths)   # ACTOutput [B, T]
+
+
+  def train_parity(steps=200, bits=4, hidden=16, batch_size=32, tau=1e-3,
+                   seed=0):
+    task = parity.task(bits=bits)
+    model = ParityModel(bits, hidden, rngs=nnx.Rngs(seed))
+    optimizer = nnx.Optimizer(model, optax.adam(1e-2), wrt=nnx.Param)
+
+    @nnx.jit
+    def train_step(model, optimizer, batch):
+      def loss_fn(model):
+        out = model(batch.inputs)
+        ponder = vcrnn_jax.act.ponder_cost(out, batch.mask)     # Eq. 11
+        return jnp.mean(task.loss(out.output, batch) + tau * ponder)
+      loss, grads = nnx.value_and_grad(loss_fn)(model)
+      optimizer.update(model, grads)
+      return loss
+
+    losses = []
+    for step in range(steps):
+      batch = task.sample(jax.random.key(step), batch_size)
+      losses.append(float(train_step(model, optimizer, batch)))
+    return model, losses
+"""
+
+import math
+from typing import Any, Callable, Mapping, Optional, Sequence
+
+from flax import nnx
+import jax
+import jax.numpy as jnp
+
+from vcrnn_jax import act
+from vcrnn_jax import cells
+from vcrnn_jax import loops
+from vcrnn_jax import rehn
+from vcrnn_jax import vc
+from vcrnn_jax.cells import _common
+from vcrnn_jax.core import Cell, Context, as_context, check_positive_int
+from vcrnn_jax.linen import _flatten_batch, _restore_batch
+from vcrnn_jax.unroll import unroll
+
+Initializer = _common.Initializer
+
+__all__ = ['ACT', 'CellModule', 'EIREHN', 'Elman', 'GRU', 'LSTM', 'RHN', 'RNN',
+           'SREHN', 'SRHN', 'Stack', 'Step', 'VCGRU', 'VCRNN', 'from_params',
+           'set_step', 'to_params']
+
+
+class Step(nnx.Variable):
+  """The training step a VC module's sharpness schedule reads (int32 scalar).
+
+  Not a :class:`flax.nnx.Param`: ``nnx.grad`` and ``nnx.Optimizer`` leave it
+  alone; ``nnx.state(model)`` (and so a checkpoint) includes it. Set it with
+  :func:`set_step`.
+  """
+
+
+# ----------------------------------------------------------------------------
+# flax-version guards and the params layout.
+
+
+def _value(variable: nnx.Variable) -> Any:
+  # flax 0.12 deprecates ``.value`` in favour of ``get_value()``, which
+  # older versions lack.
+  get = getattr(variable, 'get_value', None)
+  return get() if get is not None else variable.value
+
+
+def _assign(variable: nnx.Variable, value: Any) -> None:
+  set_value = getattr(variable, 'set_value', None)
+  if set_value is not None:
+    set_value(value)
+  else:
+    variable.value = value
+
+
+def _iter_modules(module: nnx.Module):
+  # flax 0.12 moves ``Module.iter_modules`` to a function and deprecates the
+  # method, the only one older versions have.
+  if hasattr(nnx, 'iter_modules'):
+    return nnx.iter_modules(module)
+  return module.iter_modules()
+
+
+def _pure_dict(state: Any) -> dict:
+  # flax 0.12 deprecates the ``State`` methods for functions of the same name.
+  if hasattr(nnx, 'to_pure_dict'):
+    return nnx.to_pure_dict(state)
+  return state.to_pure_dict()
+
+
+def _stream(rngs: nnx.Rngs, name: str, owner: str) -> Any:
+  """``rngs``'s stream ``name`` (nnx falls back to ``'default'``)."""
+  if not isinstance(rngs, nnx.Rngs):
+    raise ValueError(f'{owner}: rngs must be an nnx.Rngs, got '
+                     f'{type(rngs).__name__}.')
+  try:
+    return rngs[name]
+  except (KeyError, AttributeError):
+    raise ValueError(
+        f'{owner}: rngs has neither a {name!r} nor a \'default\' stream; '
+        f'pass e.g. nnx.Rngs(0) or nnx.Rngs(params=0, dropout=1).') from None
+
+
+def _own_stream(rngs: nnx.Rngs, owner: str) -> Any:
+  stream = _stream(rngs, 'dropout', owner)
+  # flax >= 0.11 forks a stream for the module to own, as nnx.Dropout does;
+  # flax 0.10 has no fork, and the module shares the caller's stream.
+  fork = getattr(stream, 'fork', None)
+  return fork() if fork is not None else stream
+
+
+class _ParamDict(nnx.Module):
+  """A nested dict of the pure params tree, one attribute per entry."""
+
+  def __init__(self, tree: Mapping[str, Any]):
+    _set_params(self, tree)
+
+
+def _set_params(node: nnx.Module, tree: Mapping[str, Any]) -> None:
+  for name, value in tree.items():
+    if hasattr(node, name):
+      raise ValueError(
+          f'{type(node).__name__}: the param {name!r} would shadow an '
+          'attribute of the module.')
+    setattr(node, name, _ParamDict(value) if isinstance(value, Mapping)
+            else nnx.Param(value))
+
+
+def to_params(module: Any) -> dict:
+  """The pure cell's params tree of ``module`` (arrays, not Variables).
+
+  ``module.make_cell().apply(to_params(module), ...)`` is the module's own
+  computation. Also takes an ``nnx.State`` of a module's params, such as the
+  gradients ``nnx.grad`` returns.
+
+  Example::
+
+    module = vnnx.GRU(4, 8, rngs=nnx.Rngs(0))
+    params = vnnx.to_params(module)   # {'input_kernel': (4, 24), ...}
+  """
+  if isinstance(module, nnx.Module):
+    module = nnx.state(module, nnx.Param)
+  return _pure_dict(module)
+
+
+def from_params(module: 'CellModule', params: Mapping[str, Any]) -> None:
+  """Sets ``module``'s params, in place, from the pure cell's params tree.
+
+  ``params`` must have the tree's names and shapes (as ``to_params(module)``
+  has); each array is cast to the dtype of the param it replaces, as Orbax
+  restores into a target.
+
+  Raises:
+    ValueError: a name is missing or extra, or a shape differs.
+
+  Example::
+
+    params = vcrnn_jax.cells.gru(8).init(jax.random.key(0), input_size=4)
+    module = vnnx.GRU(4, 8, rngs=nnx.Rngs(0))
+    vnnx.from_params(module, params)  # vnnx.to_params(module) is params
+  """
+  _check_tree(type(module).__name__, to_params(module), params, 'module has')
+  _assign_tree(module, params)
+
+
+def _assign_tree(node: nnx.Module, params: Mapping[str, Any]) -> None:
+  for name, value in params.items():
+    target = getattr(node, name)
+    if isinstance(value, Mapping):
+      _assign_tree(target, value)
+    else:
+      _assign(target, jnp.asarray(value, _value(target).dtype))
+
+
+def _check_tree(owner: str, have: Any, want: Any, what: str) -> None:
+  """A one-line error where ``want``'s names or shapes differ from ``have``'s.
+
+  ``what`` says whose ``have`` is, as the message's subject.
+  """
+  have_flat = {jax.tree_util.keystr(k): v.shape for k, v in
+               jax.tree_util.tree_leaves_with_path(have)}
+  want_flat = {jax.tree_util.keystr(k): jnp.shape(v) for k, v in
+               jax.tree_util.tree_leaves_with_path(want)}
+  if have_flat.keys() != want_flat.keys():
+    raise ValueError(
+        f'{owner}: the params tree is not the one the {what}: missing '
+        f'{sorted(have_flat.keys() - want_flat.keys())}, extra '
+        f'{sorted(want_flat.keys() - have_flat.keys())}.')
+  for path, shape in have_flat.items():
+    if tuple(shape) != tuple(want_flat[path]):
+      raise ValueError(
+          f'{owner}: the params at {path} have shape {tuple(want_flat[path])} '
+          f'but the {what} {tuple(shape)}.')
+
+
+def set_step(module: nnx.Module, step: Any) -> None:
+  """Sets the :class:`Step` of every VC module inside ``module`` to ``step``.
+
+  Works inside ``nnx.jit`` with a traced step. Modules without a step (no VC
+  cell inside) are left alone.
+
+  Example::
+
+    cell = vnnx.VCRNN(4, 8, sharpness=vc.paper_sharpness(100),
+                      rngs=nnx.Rngs(0))
+    vnnx.set_step(cell, 250)          # cell.step[...] == 250
+    # In a train step: vnnx.set_step(model, optimizer.step[...])
+  """
+  step = jnp.asarray(step, jnp.int32)
+  for _, node in _iter_modules(module):
+    variable = getattr(node, 'step', None)
+    if isinstance(variable, Step):
+      _assign(variable, step)
+
+
+# ----------------------------------------------------------------------------
+# The base module.
+
+
+def _as_state(owner: str, cell: Cell, carry: Any, batch_shape: tuple,
+              size: int) -> Any:
+  """``carry`` with its batch axes flattened, as the cell's state type.
+
+  A carry with the state's leaves in another container (flax's plain
+  ``(c, h)`` tuple for an LSTM) is rebuilt as the state.
+
+  Raises:
+    ValueError: (one line) the carry does not fit the cell and the batch.
+  """
+  want = jax.eval_shape(lambda: cell.initial_state(size))
+  leaves, treedef = jax.tree_util.tree_flatten(want)
+  got = jax.tree_util.tree_leaves(carry)
+  batch = len(batch_shape)
+  got_shapes = tuple(tuple(a.shape) for a in got)
+  want_shapes = tuple(batch_shape + tuple(a.shape[1:]) for a in leaves)
+  if got_shapes != want_shapes:
+    raise ValueError(
+        f'{owner}: the carry has shapes {got_shapes} but the cell and the '
+        f'batch {batch_shape} need {want_shapes}; build it with '
+        'initialize_carry.')
+  return jax.tree_util.tree_unflatten(
+      treedef, _flatten_batch(got, batch, size))
+
+
+class CellModule(nnx.RNNCellBase):
+  """Wraps any :class:`vcrnn_jax.Cell`; subclasses set options, build the cell.
+
+  A subclass's constructor stores its options as attributes of the same
+  names and calls :meth:`_setup`; :meth:`make_cell` builds the pure cell
+  from them, at every call, so an option set later (``hard`` by
+  ``set_attributes``) takes effect.
+
+  Attributes:
+    in_features: the input width.
+    deterministic: when True the module draws no dropout key.
+      ``model.eval()`` sets it on every module; where modules wrap others,
+      the flag of the module called (the outermost) decides.
+    rngs: only where the cell draws dropout masks: the ``'dropout'``
+      stream the module forked from its constructor's ``rngs``.
+  """
+
+  in_features: int
+  deterministic: bool
+
+  def make_cell(self) -> Cell:
+    """The pure :class:`vcrnn_jax.Cell` this module computes."""
+    raise NotImplementedError(
+        f'{type(self).__name__} must override make_cell() to return the '
+        'vcrnn_jax.Cell it wraps.')
+
+  def _uses_key(self) -> bool:
+    """Whether the cell draws dropout masks from ``context.key``."""
+    return False
+
+  def _step_variable(self) -> Optional[Step]:
+    """The :class:`Step` the cell's context reads (None: it needs none)."""
+    return None
+
+  def _setup(self, in_features: int, rngs: nnx.Rngs, deterministic: bool,
+             wrapped: Sequence[str] = ()) -> None:
+    """Initialises the params; ``wrapped`` names entries that submodules hold.
+
+    The pure ``init`` draws every param, so the module starts as the pure
+    cell with the same key would; a wrapper keeps its submodules' params and
+    only checks that they fit.
+    """
+    owner = type(self).__name__
+    self.in_features = check_positive_int('in_features', in_features)
+    self.deterministic = bool(deterministic)
+    if self._uses_key():
+      self.rngs = _own_stream(rngs, owner)
+    params = self.make_cell().init(_stream(rngs, 'params', owner)(),
+                                   self.in_features)
+    _set_params(self, {k: v for k, v in params.items() if k not in wrapped})
+    _check_tree(owner, params, to_params(self),
+                f'cell (in_features={self.in_features}) needs')
+
+  def _context(self, context: Optional[Context], batch_shape: tuple,
+               size: int) -> Context:
+    """``context``'s fields, the rest from the module's state."""
+    context = as_context(context)
+    if context.key is None and self._uses_key() and not self.deterministic:
+      context = context._replace(key=self.rngs())
+    step = self._step_variable()
+    if context.step is None and step is not None:
+      context = context._replace(step=_value(step))
+    if context.active is not None:
+      context = context._replace(active=jnp.broadcast_to(
+          context.active, batch_shape).reshape(size))
+    return context
+
+  def __call__(self, carry: Any, inputs: jax.Array,
+               context: Optional[Context] = None) -> tuple[Any, Any]:
+    """Applies the cell to one time step.
+
+    Args:
+      carry: leaves ``[*batch, ...]`` (from :meth:`initialize_carry`).
+      inputs: ``[*batch, in_features]``, any number of batch axes.
+      context: optional :class:`vcrnn_jax.core.Context`; the fields it sets
+        replace the module's own, ``active`` marks discarded rows.
+
+    Returns:
+      ``(carry, y)``, ``y`` the pure cell's per-step output (an array or a
+      structured output such as :class:`vcrnn_jax.act.ACTOutput`).
+    """
+    batch_shape = inputs.shape[:-1]
+    size = math.prod(batch_shape)
+    cell = self.make_cell()
+    state = _as_state(type(self).__name__, cell, carry, batch_shape, size)
+    state, y = cell.apply(
+        to_params(self), state, inputs.reshape((size, inputs.shape[-1])),
+        self._context(context, batch_shape, size))
+    return _restore_batch(state, batch_shape), _restore_batch(y, batch_shape)
+
+  def initialize_carry(self, input_shape: tuple, rngs: Any = None,
+                       carry_init: Any = None) -> Any:
+    """Zero carry for inputs of shape ``(*batch, in_features)``.
+
+    ``rngs`` and ``carry_init`` (``flax.nnx.RNNCellBase``'s signature) are
+    not used: the pure cells start from zero.
+    """
+    del rngs, carry_init
+    if len(input_shape) < 1:
+      raise ValueError(
+          f'{type(self).__name__}.initialize_carry: input_shape must be '
+          f'(*batch, features), got {tuple(input_shape)}.')
+    batch_shape = tuple(input_shape[:-1])
+    state = self.make_cell().initial_state(max(math.prod(batch_shape), 1))
+    return _restore_batch(state, batch_shape)
+
+  @property
+  def num_feature_axes(self) -> int:
+    return 1
+
+  def set_view(self, deterministic: Optional[bool] = None) -> None:
+    """What ``nnx.view(model, deterministic=...)`` sets (flax >= 0.12)."""
+    if deterministic is not None:
+      self.deterministic = deterministic
+
+
+# ----------------------------------------------------------------------------
+# The baseline cells.
+
+
+class Elman(CellModule):
+  """:func:`vcrnn_jax.cells.elman` as an NNX module (VCRNN paper Eq. 3).
+
+  Example::
+
+    cell = vnnx.Elman(4, 8, rngs=nnx.Rngs(0))
+    ys = nnx.RNN(cell)(jnp.ones((2, 5, 4)))         # (2, 5, 8)
+  """
+
+  def __init__(self, in_features: int, hidden_features: int, *,
+               kernel_init: Initializer = _common.default_kernel_init,
+               recurrent_init: Initializer = _common.default_recurrent_init,
+               bias_init: Initializer = _common.default_bias_init,
+               param_dtype: Any = jnp.float32, deterministic: bool = False,
+               rngs: nnx.Rngs):
+    self.hidden_features = hidden_features
+    self.kernel_init = kernel_init
+    self.recurrent_init = recurrent_init
+    self.bias_init = bias_init
+    self.param_dtype = param_dtype
+    self._setup(in_features, rngs, deterministic)
+
+  def _factory(self) -> Callable[..., Cell]:
+    return cells.elman
+
+  def make_cell(self) -> Cell:
+    return self._factory()(
+        self.hidden_features, kernel_init=self.kernel_init,
+        recurrent_init=self.recurrent_init, bias_init=self.bias_init,
+        param_dtype=self.param_dtype)
+
+
+class GRU(Elman):
+  """:func:`vcrnn_jax.cells.gru` as an NNX module (VCRNN paper Eq. 4-6).
+
+  Its ``z`` weights the new state, the opposite of ``flax.nnx.GRUCell``.
+
+  Example::
+
+    cell = vnnx.GRU(4, 8, rngs=nnx.Rngs(0))
+    carry, h = cell(cell.initialize_carry((2, 4)), jnp.ones((2, 4)))
+  """
+
+  def _factory(self) -> Callable[..., Cell]:
+    return cells.gru
+
+
+class LSTM(CellModule):
+  """:func:`vcrnn_jax.cells.lstm` as an NNX module (EI-REHN paper Eq. 3-5).
+
+  Initialised as ``flax.nnx.LSTMCell``, with a ``(c, h)`` carry;
+  :func:`vcrnn_jax.linen.lstm_params_to_flax` converts the params.
+
+  Example::
+
+    cell = vnnx.LSTM(4, 8, forget_bias=1.0, rngs=nnx.Rngs(0))
+    ys = nnx.RNN(cell)(jnp.ones((2, 5, 4)))         # (2, 5, 8)
+  """
+
+  def __init__(self, in_features: int, hidden_features: int, *,
+               forget_bias: float = 0.0,
+               kernel_init: Initializer = _common.default_kernel_init,
+               recurrent_init: Initializer = _common.default_recurrent_init,
+               bias_init: Initializer = _common.default_bias_init,
+               param_dtype: Any = jnp.float32, deterministic: bool = False,
+               rngs: nnx.Rngs):
+    self.hidden_features = hidden_features
+    self.forget_bias = forget_bias
+    self.kernel_init = kernel_init
+    self.recurrent_init = recurrent_init
+    self.bias_init = bias_init
+    self.param_dtype = param_dtype
+    self._setup(in_features, rngs, deterministic)
+
+  def make_cell(self) -> Cell:
+    return cells.lstm(
+        self.hidden_features, forget_bias=self.forget_bias,
+        kernel_init=self.kernel_init, recurrent_init=self.recurrent_init,
+        bias_init=self.bias_init, param_dtype=self.param_dtype)
+
+
+# ----------------------------------------------------------------------------
+# The highway cells (EI-REHN paper).
+
+
+class RHN(CellModule):
+  """:func:`vcrnn_jax.rehn.rhn` (``shared=True``: :func:`~vcrnn_jax.rehn.srhn`)
+  as an NNX module (EI-REHN paper Eq. 6-8).
+
+  With ``input_dropout`` or ``state_dropout`` it draws one dropout key per
+  call from ``rngs``'s ``'dropout'`` stream unless ``deterministic``.
+
+  Example::
+
+    cell = vnnx.RHN(4, 8, depth=3, state_dropout=0.25,
+                    rngs=nnx.Rngs(params=0, dropout=1))
+    ys = vnnx.RNN(cell)(jnp.ones((2, 5, 4)))   # masks shared over time
+    cell.eval()                                # no dropout
+  """
+
+  def __init__(self, in_features: int, hidden_features: int, depth: int, *,
+               shared: bool = False, coupled: bool = True,
+               transform_bias: float = -2.0, input_dropout: float = 0.0,
+               state_dropout: float = 0.0,
+               kernel_init: Initializer = _common.default_kernel_init,
+               recurrent_init: Initializer = _common.default_recurrent_init,
+               param_dtype: Any = jnp.float32, deterministic: bool = False,
+               rngs: nnx.Rngs):
+    self.hidden_features = hidden_features
+    self.depth = depth
+    self.shared = shared
+    self.coupled = coupled
+    self.transform_bias = transform_bias
+    self.input_dropout = input_dropout
+    self.state_dropout = state_dropout
+    self.kernel_init = kernel_init
+    self.recurrent_init = recurrent_init
+    self.param_dtype = param_dtype
+    self._setup(in_features, rngs, deterministic)
+
+  def _uses_key(self) -> bool:
+    return bool(self.input_dropout or self.state_dropout)
+
+  def make_cell(self) -> Cell:
+    factory = rehn.srhn if self.shared else rehn.rhn
+    return factory(
+        self.hidden_features, self.depth, coupled=self.coupled,
+        transform_bias=self.transform_bias, input_dropout=self.input_dropout,
+        state_dropout=self.state_dropout, kernel_init=self.kernel_init,
+        recurrent_init=self.recurrent_init, param_dtype=self.param_dtype)
+
+
+class SRHN(RHN):
+  """:func:`vcrnn_jax.rehn.srhn` as an NNX module: :class:`RHN` with one
+  layer's weights shared by every micro-layer (the paper's SRHN)."""
+
+  def __init__(self, in_features: int, hidden_features: int, depth: int, *,
+               coupled: bool = True, transform_bias: float = -2.0,
+               input_dropout: float = 0.0, state_dropout: float = 0.0,
+               kernel_init: Initializer = _common.default_kernel_init,
+               recurrent_init: Initializer = _common.default_recurrent_init,
+               param_dtype: Any = jnp.float32, deterministic: bool = False,
+               rngs: nnx.Rngs):
+    super().__init__(
+        in_features, hidden_features, depth, shared=True, coupled=coupled,
+        transform_bias=transform_bias, input_dropout=input_dropout,
+        state_dropout=state_dropout, kernel_init=kernel_init,
+        recurrent_init=recurrent_init, param_dtype=param_dtype,
+        deterministic=deterministic, rngs=rngs)
+
+
+class SREHN(CellModule):
+  """:func:`vcrnn_jax.rehn.srehn` as an NNX module (EI-REHN Eq. 9-15).
+
+  The per-step output is a :class:`vcrnn_jax.rehn.REHNOutput` (``output``,
+  ``depth``). Dropout as in :class:`RHN`.
+
+  Example::
+
+    cell = vnnx.SREHN(4, 8, max_depth=5, rngs=nnx.Rngs(0))
+    out = vnnx.RNN(cell)(jnp.ones((2, 5, 4)))  # out.depth: (2, 5)
+  """
+
+  def __init__(self, in_features: int, hidden_features: int, max_depth: int,
+               *, transform_bias: float = 0.0, alpha_init: float = 0.1,
+               beta_init: float = 0.9, rate_bias: float = -3.0,
+               input_dropout: float = 0.0, state_dropout: float = 0.0,
+               loop: loops.LoopConfig | str = loops.LoopConfig(),
+               kernel_init: Initializer = _common.default_kernel_init,
+               recurrent_init: Initializer = _common.default_recurrent_init,
+               param_dtype: Any = jnp.float32, deterministic: bool = False,
+               rngs: nnx.Rngs):
+    self.hidden_features = hidden_features
+    self.max_depth = max_depth
+    self.transform_bias = transform_bias
+    self.alpha_init = alpha_init
+    self.beta_init = beta_init
+    self.rate_bias = rate_bias
+    self.input_dropout = input_dropout
+    self.state_dropout = state_dropout
+    self.loop = loop
+    self.kernel_init = kernel_init
+    self.recurrent_init = recurrent_init
+    self.param_dtype = param_dtype
+    self._setup(in_features, rngs, deterministic)
+
+  def _uses_key(self) -> bool:
+    return bool(self.input_dropout or self.state_dropout)
+
+  def _options(self) -> dict:
+    return dict(
+        transform_bias=self.transform_bias, alpha_init=self.alpha_init,
+        beta_init=self.beta_init, rate_bias=self.rate_bias,
+        input_dropout=self.input_dropout, state_dropout=self.state_dropout,
+        loop=self.loop, kernel_init=self.kernel_init,
+        recurrent_init=self.recurrent_init, param_dtype=self.param_dtype)
+
+  def make_cell(self) -> Cell:
+    return rehn.srehn(self.hidden_features, self.max_depth, **self._options())
+
+
+class EIREHN(SREHN):
+  """:func:`vcrnn_jax.rehn.ei_rehn` as an NNX module (EI-REHN Eq. 9-22).
+
+  Takes :class:`SREHN`'s arguments plus ``hyper_size`` (None: ``ceil(
+  hidden_features / 2)``) and ``hyper_init``.
+
+  Example::
+
+    cell = vnnx.EIREHN(4, 8, max_depth=5, hyper_size=3, rngs=nnx.Rngs(0))
+    out = vnnx.RNN(cell)(jnp.ones((2, 5, 4)))  # REHNOutput, (2, 5, ...)
+  """
+
+  def __init__(self, in_features: int, hidden_features: int, max_depth: int,
+               *, hyper_size: Optional[int] = None,
+               transform_bias: float = 0.0, alpha_init: float = 0.1,
+               beta_init: float = 0.9, rate_bias: float = -3.0,
+               input_dropout: float = 0.0, state_dropout: float = 0.0,
+               loop: loops.LoopConfig | str = loops.LoopConfig(),
+               kernel_init: Initializer = _common.default_kernel_init,
+               recurrent_init: Initializer = _common.default_recurrent_init,
+               hyper_init: Initializer = jax.nn.initializers.normal(0.01),
+               param_dtype: Any = jnp.float32, deterministic: bool = False,
+               rngs: nnx.Rngs):
+    self.hyper_size = hyper_size
+    self.hyper_init = hyper_init
+    super().__init__(
+        in_features, hidden_features, max_depth,
+        transform_bias=transform_bias, alpha_init=alpha_init,
+        beta_init=beta_init, rate_bias=rate_bias, input_dropout=input_dropout,
+        state_dropout=state_dropout, loop=loop, kernel_init=kernel_init,
+        recurrent_init=recurrent_init, param_dtype=param_dtype,
+        deterministic=deterministic, rngs=rngs)
+
+  def make_cell(self) -> Cell:
+    hyper = self.hyper_size or -(-self.hidden_features // 2)
+    return rehn.ei_rehn(self.hidden_features, hyper, self.max_depth,
+                        hyper_init=self.hyper_init, **self._options())
+
+
+# ----------------------------------------------------------------------------
+# The variable computation cells (Jernite et al.).
+
+
+class VCRNN(CellModule):
+  """:func:`vcrnn_jax.vc.vcrnn` as an NNX module (VCRNN paper Eq. 7, 11-13).
+
+  The per-step output is a :class:`vcrnn_jax.vc.VCOutput`. A ``sharpness``
+  schedule reads ``self.step`` (:class:`Step`, 0 until :func:`set_step` sets
+  it); ``model.eval()`` keeps the soft mask at that step's sharpness, and
+  ``nnx.view(model, hard=True)`` (or ``set_attributes(hard=True)``) runs the
+  hard inference path on the same params.
+
+  Example::
+
+    cell = vnnx.VCRNN(8, 8, sharpness=vc.paper_sharpness(100),
+                      rngs=nnx.Rngs(0))
+    vnnx.set_step(cell, 250)                   # sharpness 0.3
+    out = vnnx.RNN(cell)(jnp.ones((2, 5, 8)))  # out.m: (2, 5)
+    fast = nnx.view(cell, hard=True)           # same params, hard path
+  """
+
+  def __init__(self, in_features: int, hidden_features: int, *,
+               sharpness: Any = 1.0, epsilon: float = 0.01,
+               scheduler_bias: float = 0.0,
+               scheduler_init: Initializer = jax.nn.initializers.zeros,
+               hard: bool = False, block_sizes: Any = 8,
+               batch_groups: int = 1,
+               kernel_init: Initializer = _common.default_kernel_init,
+               recurrent_init: Initializer = _common.default_recurrent_init,
+               bias_init: Initializer = _common.default_bias_init,
+               param_dtype: Any = jnp.float32, deterministic: bool = False,
+               rngs: nnx.Rngs):
+    self.hidden_features = hidden_features
+    self.sharpness = sharpness
+    self.epsilon = epsilon
+    self.scheduler_bias = scheduler_bias
+    self.scheduler_init = scheduler_init
+    self.hard = hard
+    # A static attribute must hash (nnx.jit keys its cache on it).
+    self.block_sizes = (tuple(block_sizes) if isinstance(block_sizes, list)
+                        else block_sizes)
+    self.batch_groups = batch_groups
+    self.kernel_init = kernel_init
+    self.recurrent_init = recurrent_init
+    self.bias_init = bias_init
+    self.param_dtype = param_dtype
+    self.step = Step(jnp.zeros((), jnp.int32))
+    self._setup(in_features, rngs, deterministic)
+
+  def _factory(self) -> Callable[..., Cell]:
+    return vc.vcrnn
+
+  def _step_variable(self) -> Optional[Step]:
+    return self.step
+
+  def make_cell(self) -> Cell:
+    return self._factory()(
+        self.hidden_features, sharpness=self.sharpness, epsilon=self.epsilon,
+        scheduler_bias=self.scheduler_bias,
+        scheduler_init=self.scheduler_init, hard=self.hard,
+        block_sizes=self.block_sizes, batch_groups=self.batch_groups,
+        kernel_init=self.kernel_init, recurrent_init=self.recurrent_init,
+        bias_init=self.bias_init, param_dtype=self.param_dtype)
+
+  def set_view(self, deterministic: Optional[bool] = None,
+               hard: Optional[bool] = None) -> None:
+    """What ``nnx.view(model, deterministic=..., hard=...)`` sets."""
+    super().set_view(deterministic=deterministic)
+    if hard is not None:
+      self.hard = hard
+
+
+class VCGRU(VCRNN):
+  """:func:`vcrnn_jax.vc.vcgru` as an NNX module (VCRNN paper Eq. 7, 14-16);
+  everything else as :class:`VCRNN`."""
+
+  def _factory(self) -> Callable[..., Cell]:
+    return vc.vcgru
+
+
+# ----------------------------------------------------------------------------
+# The wrappers: they hold the modules they wrap under the pure tree's names.
+
+
+class Stack(CellModule):
+  """:func:`vcrnn_jax.cells.stack` of other modules as one module.
+
+  ``layers`` (bottom first) are built for the widths they will read: the
+  first for the stack's input, each other for the output of the one below.
+  They are held as ``layer_0``, ``layer_1``, ... (the pure params' names).
+  With ``dropout`` between layers, or a layer that draws dropout, the stack
+  draws the one key per call its pure cell folds for each layer.
+
+  Example::
+
+    rngs = nnx.Rngs(0)
+    cell = vnnx.Stack([vnnx.LSTM(9, 32, rngs=rngs),
+                       vnnx.LSTM(32, 32, rngs=rngs)], dropout=0.2, rngs=rngs)
+    out = vnnx.RNN(cell)(jnp.ones((2, 5, 9)))  # out.output: (2, 5, 32)
+  """
+
+  def __init__(self, layers: Sequence[CellModule], *, dropout: float = 0.0,
+               deterministic: bool = False, rngs: nnx.Rngs):
+    layers = tuple(layers)
+    if not layers or not all(isinstance(m, CellModule) for m in layers):
+      raise ValueError('Stack needs a non-empty sequence of vcrnn_jax.nnx '
+                       f'modules, got {layers!r}.')
+    self.num_layers = len(layers)
+    self.dropout = dropout
+    for i, layer in enumerate(layers):
+      setattr(self, f'layer_{i}', layer)
+    self._setup(layers[0].in_features, rngs, deterministic,
+                wrapped=[f'layer_{i}' for i in range(len(layers))])
+
+  @property
+  def layers(self) -> tuple:
+    return tuple(getattr(self, f'layer_{i}') for i in range(self.num_layers))
+
+  def _uses_key(self) -> bool:
+    # pylint: disable=protected-access
+    return bool(self.dropout) or any(m._uses_key() for m in self.layers)
+
+  def _step_variable(self) -> Optional[Step]:
+    # pylint: disable=protected-access
+    steps = [m._step_variable() for m in self.layers]
+    return next((s for s in steps if s is not None), None)
+
+  def make_cell(self) -> Cell:
+    return cells.stack([m.make_cell() for m in self.layers],
+                       dropout=self.dropout)
+
+
+class ACT(CellModule):
+  """:func:`vcrnn_jax.act.adaptive` around another module.
+
+  ``cell`` is any module of this file, ACT included, built for the input
+  plus ACT's first-step flag (Eq. 3): ``in_features + 1`` inputs, so the ACT
+  module reads ``cell.in_features - 1``. It is held as ``self.cell`` (the
+  pure params' ``'cell'`` entry); the ACT module adds ``output`` (when
+  ``output_size`` is given) and ``halting``. The other arguments are
+  ``adaptive``'s. The per-step output is an :class:`vcrnn_jax.act.ACTOutput`;
+  the carry is the wrapped cell's. The wrapped cell's dropout and training
+  step reach it through the ACT module's context.
+
+  Example::
+
+    rngs = nnx.Rngs(0)
+    cell = vnnx.ACT(vnnx.LSTM(4 + 1, 16, rngs=rngs), output_size=10,
+                    max_steps=20, rngs=rngs)           # reads 4 features
+    out = vnnx.RNN(cell)(jnp.ones((2, 5, 4)), seq_lengths=jnp.array([5, 3]))
+    out.output, out.ponder                             # (2, 5, 10), (2, 5)
+  """
+
+  def __init__(self, cell: CellModule, output_size: Optional[int] = None, *,
+               max_steps: int = 100, epsilon: float = 0.01,
+               halting_bias: float = 1.0,
+               halt_features: Optional[Callable[[Any, jax.Array],
+                                                jax.Array]] = None,
+               loop: loops.LoopConfig | str = loops.LoopConfig(),
+               kernel_init: Initializer = _common.default_kernel_init,
+               param_dtype: Any = None, deterministic: bool = False,
+               rngs: nnx.Rngs):
+    if not isinstance(cell, CellModule):
+      raise ValueError('ACT wraps a vcrnn_jax.nnx module, got '
+                       f'{type(cell).__name__}.')
+    if cell.in_features < 2:
+      raise ValueError(
+          f'ACT: the wrapped cell reads the input plus the first-step flag, '
+          f'so it needs in_features >= 2 (input + 1), got {cell.in_features}.')
+    self.cell = cell
+    self.output_size = output_size
+    self.max_steps = max_steps
+    self.epsilon = epsilon
+    self.halting_bias = halting_bias
+    self.halt_features = halt_features
+    self.loop = loop
+    self.kernel_init = kernel_init
+    self.param_dtype = param_dtype
+    self._setup(cell.in_features - 1, rngs, deterministic, wrapped=['cell'])
+
+  def _uses_key(self) -> bool:
+    return self.cell._uses_key()  # pylint: disable=protected-access
+
+  def _step_variable(self) -> Optional[Step]:
+    return self.cell._step_variable()  # pylint: disable=protected-access
+
+  def make_cell(self) -> Cell:
+    return act.adaptive(
+        self.cell.make_cell(), self.output_size, max_steps=self.max_steps,
+        epsilon=self.epsilon, halting_bias=self.halting_bias,
+        halt_features=self.halt_features, loop=self.loop,
+        kernel_init=self.kernel_init, param_dtype=self.param_dtype)
+
+  def initialize_carry(self, input_shape: tuple, rngs: Any = None,
+                       carry_init: Any = None) -> Any:
+    return self.cell.initialize_carry(input_shape, rngs, carry_init)
+
+
+# ----------------------------------------------------------------------------
+# Running a module over time.
+
+
+class RNN(nnx.Module):
+  """Runs a :class:`CellModule` over time, honouring ``seq_lengths``.
+
+  The counterpart of ``flax.nnx.RNN`` for this library's modules, with its
+  call signature (``reverse``, ``keep_order`` and ``unroll`` not offered)
+  and the cell held as ``self.cell`` as there. It runs the cell with
+  :func:`vcrnn_jax.unroll`: steps ``t >= seq_lengths[b]`` are padding, the
+  cell is told so (``context.active`` False: ACT takes one step, EI-REHN no
+  micro-layer, VC updates nothing), row ``b``'s carry is kept and its outputs
+  are zero, so the returned carry is the one after each row's last real
+  step. The cell's context is built once per call: one dropout key per
+  sequence (masks shared over time) and the cell's training step.
+
+  Example::
+
+    rngs = nnx.Rngs(0)
+    rnn = vnnx.RNN(vnnx.ACT(vnnx.GRU(5, 16, rngs=rngs), rngs=rngs))
+    out = rnn(jnp.ones((2, 5, 4)), seq_lengths=jnp.array([5, 3]))
+    out.ponder                     # (2, 5), 0 on the two padded steps
+  """
+
+  def __init__(self, cell: CellModule, *, time_major: bool = False,
+               return_carry: bool = False):
+    if not isinstance(cell, CellModule):
+      raise ValueError('RNN runs a vcrnn_jax.nnx module (use flax.nnx.RNN '
+                       f'for other cells), got {type(cell).__name__}.')
+    self.cell = cell
+    self.time_major = time_major
+    self.return_carry = return_carry
+
+  def __call__(self, inputs: jax.Array, *, initial_carry: Any = None,
+               seq_lengths: Optional[jax.Array] = None,
+               return_carry: Optional[bool] = None,
+               time_major: Optional[bool] = None,
+               context: Optional[Context] = None):
+    """Applies the cell to every step of ``inputs``.
+
+    Args:
+      inputs: ``[*batch, time, features]`` (``[time, *batch, features]``
+        with ``time_major``).
+      initial_carry: the carry to start from (leaves ``[*batch, ...]``);
+        default the cell's zero carry.
+      seq_lengths: optional ``[*batch]`` integer lengths in ``[0, time]``.
+      return_carry: return ``(carry, outputs)``; default ``self.return_carry``.
+      time_major: default ``self.time_major``.
+      context: a :class:`vcrnn_jax.core.Context` whose fields replace the
+        cell's own (``step``, ``key``); an ``active`` mask ``[*batch]`` is
+        combined with the one from ``seq_lengths``.
+
+    Returns:
+      ``outputs`` (leaves ``[*batch, time, ...]``, time first with
+      ``time_major``), or ``(carry, outputs)``.
+    """
+    return_carry = self.return_carry if return_carry is None else return_carry
+    time_major = self.time_major if time_major is None else time_major
+    if inputs.ndim < 2:
+      raise ValueError(
+          f'RNN: inputs must be [*batch, time, features], got shape '
+          f'{tuple(inputs.shape)}.')
+    if time_major:
+      inputs = jnp.moveaxis(inputs, 0, -2)
+    batch_shape = inputs.shape[:-2]
+    time, features = inputs.shape[-2:]
+    size = math.prod(batch_shape)
+    cell = self.cell.make_cell()
+    if initial_carry is None:
+      initial_carry = self.cell.initialize_carry(batch_shape + (features,))
+    carry = _as_state(type(self.cell).__name__, cell, initial_carry,
+                      batch_shape, size)
+    lengths = None
+    if seq_lengths is not None:
+      lengths = jnp.asarray(seq_lengths)
+      if (tuple(lengths.shape) != tuple(batch_shape)
+          or not jnp.issubdtype(lengths.dtype, jnp.integer)):
+        raise ValueError(
+            f'RNN: seq_lengths must be integers of shape [*batch]='
+            f'{tuple(batch_shape)}, got {lengths.dtype} '
+            f'{tuple(lengths.shape)}.')
+      lengths = lengths.reshape(size)
+    # pylint: disable=protected-access
+    context = self.cell._context(context, batch_shape, size)
+    carry, ys = unroll(cell, to_params(self.cell), carry,
+                       inputs.reshape((size, time, features)), lengths,
+                       context=context)
+
+    def restore(a):
+      if time_major:
+        return jnp.moveaxis(a, 1, 0).reshape((time,) + batch_shape
+                                             + a.shape[2:])
+      return a.reshape(batch_shape + (time,) + a.shape[2:])
+
+    ys = jax.tree_util.tree_map(restore, ys)
+    carry = _restore_batch(carry, batch_shape)
+    return (carry, ys) if return_carry else ys
