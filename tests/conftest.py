@@ -3,15 +3,26 @@
 float64 is enabled for the whole suite (as equinox's tests do) so gradient checks
 can run in double precision; library code always states its dtypes explicitly, and
 the float32 paths are tested by passing float32 inputs.
+
+Promotion is strict, as in equinox's tests: mixing dtypes (``float32 +
+float64``, ``int32 + float32`` arrays) or broadcasting arrays of different
+ranks implicitly is an error, so library code says what it means. The
+environment variables carry both settings into the binaries the tests run
+as subprocesses.
 """
 
 import os
 import pathlib
 
-import jax
-import pytest
+os.environ.setdefault('JAX_NUMPY_DTYPE_PROMOTION', 'strict')
+os.environ.setdefault('JAX_NUMPY_RANK_PROMOTION', 'raise')
+
+import jax  # pylint: disable=g-import-not-at-top
+import pytest  # pylint: disable=g-import-not-at-top
 
 jax.config.update('jax_enable_x64', True)
+jax.config.update('jax_numpy_dtype_promotion', 'strict')
+jax.config.update('jax_numpy_rank_promotion', 'raise')
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 SHARED_DATA = pathlib.Path(

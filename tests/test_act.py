@@ -155,7 +155,9 @@ def test_invariants(halting_bias):
   assert out.steps.dtype == jnp.int32
   assert jnp.all((out.steps >= 1) & (out.steps <= 20))
   assert jnp.all((out.remainder > 0) & (out.remainder <= 1))
-  np.testing.assert_allclose(out.ponder, out.steps + out.remainder)
+  # rho = N + R (Eq. 11); the int32 step count is cast for the sum.
+  np.testing.assert_allclose(
+      out.ponder, out.steps.astype(out.remainder.dtype) + out.remainder)
 
 
 def test_halts_after_one_step_when_first_halt_exceeds_threshold():

@@ -46,7 +46,9 @@ def make_carry(seed=1, dtype=jnp.float64, batch=B):
 
 
 def body(params, c, x=0.0):
-  h = jnp.tanh(c.h @ params['U'] + params['b'] + x)
+  # The bias and an [H] input get the batch axis explicitly.
+  x = x[None, :] if jnp.ndim(x) == 1 else x
+  h = jnp.tanh(c.h @ params['U'] + params['b'][None, :] + x)
   p = jax.nn.sigmoid(h @ params['w'] + params['bh'])
   r = c.running
   halt = jnp.where(r, c.halt + p, c.halt)

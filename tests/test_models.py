@@ -23,9 +23,9 @@ def test_sequence_model_readout_is_a_linear_layer_on_the_cell_output():
   cell = cells.gru(6)
   _, want = unroll(cell, params['cell'], cell.initial_state(2), xs)
   np.testing.assert_allclose(hs, want, rtol=1e-6)
+  bias = params['readout']['bias'][None, None, :]   # [batch, time, out]
   np.testing.assert_allclose(
-      logits, want @ params['readout']['kernel'] + params['readout']['bias'],
-      rtol=1e-5, atol=1e-6)
+      logits, want @ params['readout']['kernel'] + bias, rtol=1e-5, atol=1e-6)
 
 
 def test_sequence_model_without_readout_uses_the_act_output():

@@ -153,7 +153,8 @@ def _elastic_params(cell, seed=0, alpha=0.15, beta=0.9):
   e['input_kernel'] = 2.0 * e['input_kernel']
   e['alpha_hat'] = e['alpha_hat'] * 0 + math.log(math.expm1(alpha))
   e['beta_hat'] = e['beta_hat'] * 0 + math.log(beta / (1 - beta))
-  e['alpha_hat'] = e['alpha_hat'] + 0.2 * jnp.arange(H)
+  e['alpha_hat'] = e['alpha_hat'] + 0.2 * jnp.arange(
+      H, dtype=e['alpha_hat'].dtype)
   if 'hyper' in params:
     for k in ('delta_kernel', 'update_gate_kernel'):
       params['hyper'][k] = 3.0 * params['hyper'][k]

@@ -47,7 +47,7 @@ def _toy_experiment(traces, seen):
                        if jnp.issubdtype(info.key.dtype, jax.dtypes.prng_key)
                        else info.key)
     value = jnp.mean((batch['x'] @ (params['w'] + 0.01 * noise)) ** 2)
-    return value * schedule, {'schedule': schedule}
+    return value * schedule.astype(value.dtype), {'schedule': schedule}
 
   return Experiment(init, loss, sample, lambda params, step: {'w0': float(
       params['w'][0])})
@@ -256,7 +256,7 @@ def test_regularizer_and_statistics_hooks():
 
   def regularizer(ys, inputs, step):
     calls['reg'] = (ys.shape, inputs.shape)
-    return 10.0 * jnp.ones(inputs.shape[0])
+    return jnp.full(inputs.shape[0], 10.0, ys.dtype)   # the loss's dtype
 
   def statistics(ys, inputs):
     return {'h0': ys[..., 0], 'is_zero': (inputs == 0).astype(jnp.float32)}

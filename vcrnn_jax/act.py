@@ -112,10 +112,11 @@ def _ponder_step(cell: Cell, feats, output_size: Optional[int],
   if output_size is None:
     out = y                                                         # (4)
   else:
-    out = y @ params['output']['kernel'] + params['output']['bias']  # (4)
-  h = jax.nn.sigmoid(
-      feats(new_state, y) @ params['halting']['kernel']
-      + params['halting']['bias'])[..., 0]                          # (5)
+    out = _common.add_bias(y @ params['output']['kernel'],
+                           params['output']['bias'])                # (4)
+  h = jax.nn.sigmoid(_common.add_bias(
+      feats(new_state, y) @ params['halting']['kernel'],
+      params['halting']['bias']))[..., 0]                           # (5)
   # Comparisons carry no gradient, so N(t) is a constant (Sec. 2.2).
   halts = (r.cum_halt + h >= 1.0 - epsilon) | (n + 1 >= max_steps)  # (13)
   # Inactive rows (padding) halt at n=1 so they never extend the loop, and

@@ -93,4 +93,6 @@ def classification_sums(logits: jax.Array, labels: jax.Array,
   pred = jnp.argmax(logits, axis=-1)
   confusion = jnp.zeros((num_classes, num_classes), jnp.float32).at[
       labels, pred].add(m)
-  return jnp.sum(nll * m), jnp.sum((pred == labels) * m), confusion
+  # argmax is int64 under x64; the labels are compared in its dtype.
+  correct = (pred == labels.astype(pred.dtype)).astype(m.dtype)
+  return jnp.sum(nll * m), jnp.sum(correct * m), confusion

@@ -5,6 +5,7 @@ from typing import Any, Callable, NamedTuple, Optional
 import jax
 import jax.numpy as jnp
 
+from vcrnn_jax.cells import _common
 from vcrnn_jax.core import (Cell, as_context, cell_output, check_positive_int,
                             fold_in, param_dtype_of, shape_probe_context)
 from vcrnn_jax.unroll import unroll
@@ -74,7 +75,8 @@ def sequence_model(cell: Cell, output_size: Optional[int] = None, *,
                        context=context)
     out = cell_output(ys)
     if output_size is not None:
-      out = out @ params['readout']['kernel'] + params['readout']['bias']
+      out = _common.add_bias(out @ params['readout']['kernel'],
+                             params['readout']['bias'])
     return (out, ys, final) if return_state else (out, ys)
 
   return SequenceModel(init, apply)
@@ -170,9 +172,11 @@ def _lm_logits(params, out: jax.Array, key: Optional[jax.Array], *,
     out = _variational_dropout(jax.random.fold_in(key, 2), output_dropout,
                                out)
   if readout == 'tied':
-    return out @ params['embedding'].T + params['readout']['bias']
+    return _common.add_bias(out @ params['embedding'].T,
+                            params['readout']['bias'])
   if readout == 'linear':
-    return out @ params['readout']['kernel'] + params['readout']['bias']
+    return _common.add_bias(out @ params['readout']['kernel'],
+                            params['readout']['bias'])
   return out  # The cell's output is the logits.
 
 

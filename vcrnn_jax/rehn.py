@@ -179,12 +179,14 @@ def _fixed_depth_cell(name, hidden_size, depth, shared, coupled,
     else:
       w_first, b_first = w_rec[0], bias[0]
     # The input enters the first micro-layer only (I_{r=1} of Eq. 8).
-    h = _highway(state.h, _drop(x, mask_x) @ w_in
-                 + _drop(state.h, mask_h) @ w_first + b_first, coupled)
+    pre = _common.add_bias(
+        _drop(x, mask_x) @ w_in + _drop(state.h, mask_h) @ w_first, b_first)
+    h = _highway(state.h, pre, coupled)
 
     def layer(h, weights):
       w, b = (w_rec, bias) if shared else weights
-      return _highway(h, _drop(h, mask_h) @ w + b, coupled), None   # (8)
+      pre = _common.add_bias(_drop(h, mask_h) @ w, b)
+      return _highway(h, pre, coupled), None                        # (8)
 
     if depth > 1:
       rest = None if shared else (w_rec[1:], bias[1:])
@@ -392,9 +394,13 @@ def elastic_gate(alpha: jax.Array, beta_hat: jax.Array, alpha_t: jax.Array,
     :math:`d_t^r`, the broadcast shape of the arguments.
   """
   dtype = jnp.result_type(alpha, beta_hat, alpha_t)
-  consts = _gate_constants(jnp.asarray(alpha, dtype),
-                           jnp.asarray(beta_hat, dtype))
-  return _gate(consts, jnp.asarray(alpha_t, dtype), r)
+  args = [jnp.asarray(a, dtype) for a in (alpha, beta_hat, alpha_t, r)]
+  # The arguments broadcast as documented; their ranks are matched here, so
+  # that no implicit rank promotion is needed.
+  ndim = max(a.ndim for a in args)
+  alpha, beta_hat, alpha_t, r = (
+      jnp.reshape(a, (1,) * (ndim - a.ndim) + a.shape) for a in args)
+  return _gate(_gate_constants(alpha, beta_hat), alpha_t, r)
 
 
 def depth_bound(params: Any) -> jax.Array:
@@ -483,13 +489,14 @@ def _elastic_gate(elastic: dict, x: jax.Array, h_prev: jax.Array, dtype):
   """The depth gate's constants and ``alpha_t`` (Eq. 12-14) of one step."""
   # The gate is decided in at least float32, so that a 16-bit cell's
   # depth is not set by rounding.
-  gate_dtype = jnp.promote_types(dtype, jnp.float32)
+  gate_dtype = _common.at_least_float32(dtype)
+  # The constants ([1, D]) get alpha_t's batch axis explicitly.
   gate = _gate_constants(
-      jax.nn.softplus(elastic['alpha_hat'].astype(gate_dtype)),     # (13)
-      elastic['beta_hat'].astype(gate_dtype))
-  alpha_t = jax.nn.sigmoid(
-      (x @ elastic['input_kernel'] + h_prev @ elastic['recurrent_kernel']
-       + elastic['bias']).astype(gate_dtype))                       # (14)
+      jax.nn.softplus(elastic['alpha_hat'][None, :].astype(gate_dtype)),  # (13)
+      elastic['beta_hat'][None, :].astype(gate_dtype))
+  alpha_t = jax.nn.sigmoid(_common.add_bias(
+      x @ elastic['input_kernel'] + h_prev @ elastic['recurrent_kernel'],
+      elastic['bias']).astype(gate_dtype))                          # (14)
   return gate, alpha_t
 
 
@@ -703,7 +710,7 @@ def srehn(
 
   def layer(weights, hm, u, extra):
     w, b = weights
-    s, g_hat = jnp.split(u + hm @ w + b, 2, axis=-1)
+    s, g_hat = jnp.split(_common.add_bias(u + hm @ w, b), 2, axis=-1)
     return jnp.tanh(s), jax.nn.sigmoid(g_hat), extra              # (16)
 
   return _elastic_cell(
@@ -875,18 +882,19 @@ def ei_rehn(
   def layer(weights, hm, u, extra):
     w0, b, z_kernel, z_bias, p_kernel, p_bias = weights
     z, w_sum = extra                     # z_t^r, sum_{k<r} w_t^k
-    w, g_bar = jnp.split(z @ p_kernel + p_bias, 2, axis=-1)
+    w, g_bar = jnp.split(_common.add_bias(z @ p_kernel, p_bias), 2, axis=-1)
     g_bar = jax.nn.sigmoid(g_bar)                                   # (21)
     hm2 = jnp.concatenate([hm, hm], axis=-1)     # h for the s and g blocks
-    pre = (g_bar * (hm @ w0 + w_sum * hm2)       # W_t^{r-1} h   (17, 20)
-           + (1 - g_bar) * (w * hm2)             # Delta W_t^r h (19, 20)
-           + u + b)                                                 # (22)
+    pre = _common.add_bias(
+        g_bar * (hm @ w0 + w_sum * hm2)          # W_t^{r-1} h   (17, 20)
+        + (1 - g_bar) * (w * hm2)                # Delta W_t^r h (19, 20)
+        + u, b)                                                     # (22)
     s, g_hat = jnp.split(pre, 2, axis=-1)
     s, g_hat = jnp.tanh(s), jax.nn.sigmoid(g_hat)
     # The next micro-layer's hypernetwork state, computed here so the loop
     # carries z and not (s, g, z).
-    z_next = jnp.tanh(jnp.concatenate([s, g_hat, z], axis=-1) @ z_kernel
-                      + z_bias)                                     # (18)
+    z_next = jnp.tanh(_common.add_bias(
+        jnp.concatenate([s, g_hat, z], axis=-1) @ z_kernel, z_bias))  # (18)
     return s, g_hat, (z_next, w_sum + w)                            # (17)
 
   return _elastic_cell(

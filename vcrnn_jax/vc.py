@@ -147,9 +147,11 @@ def soft_mask(m: jax.Array, hidden_size: int, sharpness: Any,
     Jernite et al. 2017, Eq. 8 and 11.
   """
   m = jnp.asarray(m)
-  dtype = jnp.promote_types(m.dtype, jnp.float32)
+  dtype = _common.at_least_float32(m.dtype)
   m = m.astype(dtype)
-  i = jnp.arange(hidden_size, dtype=dtype)
+  # i gets m's batch axes explicitly (rank promotion may be an error).
+  i = jnp.arange(hidden_size, dtype=dtype).reshape(
+      (1,) * m.ndim + (hidden_size,))
   lam = jnp.asarray(sharpness, dtype)
   s = jax.nn.sigmoid(lam * (m[..., None] * hidden_size - i))         # (8)
   # jnp.where passes no gradient to the branch it does not select, so the
@@ -172,8 +174,8 @@ def _sharpness_at(sharpness, context: Context, name: str) -> Any:
 
 def _scheduler(params, h, x):
   p = params['scheduler']
-  logit = (h @ p['recurrent_kernel'] + x @ p['input_kernel']
-           + p['bias'])[..., 0]
+  logit = _common.add_bias(
+      h @ p['recurrent_kernel'] + x @ p['input_kernel'], p['bias'])[..., 0]
   return jax.nn.sigmoid(logit)                                        # (7)
 
 
@@ -275,7 +277,8 @@ def _hard_apply(prepare, update, sizes, batch_groups, params, h, x, m,
     # Rows the caller discards (padding) update nothing.
     need = jnp.where(context.active, need, 0)
   # The smallest size >= need (index 0: no update).
-  bucket = jnp.sum(need[:, None] > branch_sizes, axis=-1, dtype=jnp.int32)
+  bucket = jnp.sum(need[:, None] > branch_sizes[None, :], axis=-1,
+                   dtype=jnp.int32)
   dims = branch_sizes[bucket]
   projection = params.get('input_projection')
   # The projection's column blocks: the update of size sizes[k] reads the
@@ -299,7 +302,7 @@ def _hard_apply(prepare, update, sizes, batch_groups, params, h, x, m,
       # A row may need fewer dimensions than its group computes: its inputs
       # beyond them are zeroed, as Eq. 12's mask does, and its state there
       # is carried.
-      keep = jnp.arange(s, dtype=jnp.int32) < d[:, None]
+      keep = jnp.arange(s, dtype=jnp.int32)[None, :] < d[:, None]
       h_s = h[:, :s]
       new = update(cell_operands, k - 1, jnp.where(keep, h_s, 0),
                    jnp.where(keep, x_s, 0))
@@ -567,12 +570,14 @@ def vcrnn(
 
   def update(operands, k, h_s, x_s):
     shells, bias = operands
-    return jnp.tanh(_shell_matmul(shells, [x_s, h_s], k, sizes)
-                    + bias[:h_s.shape[-1]])                            # (3)
+    return jnp.tanh(_common.add_bias(
+        _shell_matmul(shells, [x_s, h_s], k, sizes),
+        bias[:h_s.shape[-1]]))                                         # (3)
 
   def soft_update(params, e, h_bar, x_bar, h):
-    g = jnp.tanh(x_bar @ params['input_kernel']
-                 + h_bar @ params['recurrent_kernel'] + params['bias'])
+    g = jnp.tanh(_common.add_bias(
+        x_bar @ params['input_kernel'] + h_bar @ params['recurrent_kernel'],
+        params['bias']))
     return e * g + (1.0 - e) * h                                     # (13)
 
   return _vc_cell(
@@ -683,17 +688,19 @@ def vcgru(
   def update(operands, k, h_s, x_s):
     shells_r, shells_z, shells_h, b = operands
     s = h_s.shape[-1]
-    r = jax.nn.sigmoid(_shell_matmul(shells_r, [x_s, h_s], k, sizes)
-                       + b[:s])                                         # (4)
-    z = jax.nn.sigmoid(_shell_matmul(shells_z, [x_s, h_s], k, sizes)
-                       + b[n:n + s])                                    # (4)
-    h_tilde = jnp.tanh(_shell_matmul(shells_h, [x_s, r * h_s], k, sizes)
-                       + b[2 * n:2 * n + s])                            # (5)
+    r = jax.nn.sigmoid(_common.add_bias(
+        _shell_matmul(shells_r, [x_s, h_s], k, sizes), b[:s]))          # (4)
+    z = jax.nn.sigmoid(_common.add_bias(
+        _shell_matmul(shells_z, [x_s, h_s], k, sizes), b[n:n + s]))     # (4)
+    h_tilde = jnp.tanh(_common.add_bias(
+        _shell_matmul(shells_h, [x_s, r * h_s], k, sizes),
+        b[2 * n:2 * n + s]))                                            # (5)
     return z * h_tilde + (1.0 - z) * h_s                                # (6)
 
   def soft_update(params, e, h_bar, x_bar, h):
-    x_r, x_z, x_h = jnp.split(x_bar @ params['input_kernel']
-                              + params['bias'], 3, axis=-1)
+    x_r, x_z, x_h = jnp.split(
+        _common.add_bias(x_bar @ params['input_kernel'], params['bias']), 3,
+        axis=-1)
     g_r, g_z = jnp.split(h_bar @ params['recurrent_gates_kernel'], 2,
                          axis=-1)
     r = jax.nn.sigmoid(x_r + g_r)                                    # (14)
@@ -753,7 +760,7 @@ def penalty(m: jax.Array, target: Any, *, norm: str = 'l1',
   Example::
 
     _, ys = unroll(cell, params, state, xs, lengths)
-    mask = jnp.arange(xs.shape[1]) < lengths[:, None]
+    mask = jnp.arange(xs.shape[1])[None, :] < lengths[:, None]
     loss = nll + 0.1 * penalty(ys.m, 0.3, mask=mask).mean()
 
   References:

@@ -1,4 +1,4 @@
-"""Helpers shared by the cell factories: initialisers and argument checks."""
+"""Helpers shared by the cell factories: initialisers, checks, biases."""
 
 from typing import Any
 
@@ -58,3 +58,24 @@ def stacked_recurrent_init(init: Initializer, key: jax.Array, hidden_size: int,
                            num_blocks: int, dtype: Any) -> jax.Array:
   """``num_blocks`` independently initialised ``[H, H]`` blocks side by side."""
   return stacked_init(init, key, hidden_size, hidden_size, num_blocks, dtype)
+
+
+def at_least_float32(dtype: Any) -> jnp.dtype:
+  """``dtype`` promoted to at least float32 (16-bit floats and ints: float32).
+
+  It is ``jnp.promote_types(dtype, jnp.float32)`` on the standard lattice,
+  asked for explicitly: under ``jax_numpy_dtype_promotion='strict'``,
+  ``promote_types`` has no path between two float types at all.
+  """
+  with jax.numpy_dtype_promotion('standard'):
+    return jnp.promote_types(dtype, jnp.float32)
+
+
+def add_bias(y: jax.Array, b: jax.Array) -> jax.Array:
+  """``y + b`` for ``y`` ``[*batch, F]`` and ``b`` ``[F]`` (or ``[..., F]``).
+
+  ``b``'s missing leading axes are added explicitly (as ``flax.linen.Dense``
+  does), so the sum is also valid under ``jax_numpy_rank_promotion='raise'``;
+  the result is the one implicit broadcasting gives.
+  """
+  return y + jnp.reshape(b, (1,) * (y.ndim - b.ndim) + b.shape)

@@ -67,8 +67,9 @@ def elman(
     del context  # A fixed-computation cell uses no extras.
     x = check_apply_args('elman', params['input_kernel'].shape[0], state, x,
                          params['input_kernel'].dtype, width=hidden_size)
-    h = jnp.tanh(x @ params['input_kernel']
-                 + state.h @ params['recurrent_kernel'] + params['bias'])
+    h = jnp.tanh(_common.add_bias(
+        x @ params['input_kernel'] + state.h @ params['recurrent_kernel'],
+        params['bias']))
     return ElmanState(h=h), h
 
   return Cell(init, initial_state, apply)

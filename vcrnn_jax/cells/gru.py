@@ -82,7 +82,7 @@ def gru(
     x = check_apply_args('gru', params['input_kernel'].shape[0], state, x,
                          params['input_kernel'].dtype, width=hidden_size)
     h_prev = state.h
-    xi = x @ params['input_kernel'] + params['bias']
+    xi = _common.add_bias(x @ params['input_kernel'], params['bias'])
     x_r, x_z, x_h = jnp.split(xi, 3, axis=-1)
     g_r, g_z = jnp.split(h_prev @ params['recurrent_gates_kernel'], 2, axis=-1)
     r = jax.nn.sigmoid(x_r + g_r)

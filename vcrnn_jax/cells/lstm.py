@@ -99,8 +99,9 @@ def lstm(
     del context  # A fixed-computation cell uses no extras.
     x = check_apply_args('lstm', params['input_kernel'].shape[0], state, x,
                          params['input_kernel'].dtype, width=hidden_size)
-    gates = (x @ params['input_kernel'] + state.h @ params['recurrent_kernel']
-             + params['bias'])
+    gates = _common.add_bias(
+        x @ params['input_kernel'] + state.h @ params['recurrent_kernel'],
+        params['bias'])
     a, i, f, o = jnp.split(gates, 4, axis=-1)
     c = jax.nn.sigmoid(f) * state.c + jax.nn.sigmoid(i) * jnp.tanh(a)
     h = jax.nn.sigmoid(o) * jnp.tanh(c)

@@ -152,7 +152,7 @@ def random_windows(key: jax.Array, stream, batch_size: int, length: int,
   if isinstance(stream, np.ndarray):
     idx = np.asarray(offsets)[:, None] + np.arange(length + 1)
     return stream[idx].astype(np.int32, copy=False)
-  idx = offsets[:, None] + jnp.arange(length + 1)
+  idx = offsets[:, None] + jnp.arange(length + 1)[None, :]
   return jnp.take(stream, idx).astype(jnp.int32)
 
 

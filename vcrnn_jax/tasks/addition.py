@@ -97,7 +97,8 @@ def cumulative_sum_classes(digits: jax.Array, num_outputs: int) -> jax.Array:
     out.append(total % 10)
     carry = total // 10
   sum_digits = jnp.stack(out, axis=-1)  # [B, T, num_outputs]
-  places = jnp.arange(1, num_outputs + 1, dtype=jnp.int32)
+  places = jnp.broadcast_to(jnp.arange(1, num_outputs + 1, dtype=jnp.int32),
+                            sum_digits.shape)
   length = jnp.max(jnp.where(sum_digits != 0, places, 1), axis=-1,
                    keepdims=True)
   return jnp.where(places - 1 < length, sum_digits, END_OF_NUMBER)
@@ -119,7 +120,8 @@ def _draw(key: jax.Array, batch_size: int, difficulty: Optional[int],
   counts = base.uniform_ints(count_bits, 1, max_digits, difficulty)
   valid = base.length_mask(lengths, max_len)
   counts = jnp.where(valid, counts, 0)  # Padded steps hold no number.
-  used = jnp.arange(max_digits, dtype=jnp.int32) < counts[..., None]
+  used = (jnp.arange(max_digits, dtype=jnp.int32)[None, None, :]
+          < counts[..., None])
   digits = jnp.where(used, base.uniform_ints(digit_bits, 0, 9), 0)
   one_hot = (jax.nn.one_hot(digits, 10, dtype=jnp.float32)
              * used[..., None].astype(jnp.float32))

@@ -120,7 +120,8 @@ def evaluate(b0: jax.Array, b1: jax.Array, gates: jax.Array,
   b1 = jnp.asarray(b1, jnp.int32)
   gates = jnp.asarray(gates, jnp.int32)
   max_gates = gates.shape[-1]
-  active = (jnp.arange(max_gates, dtype=jnp.int32)
+  active = (jnp.broadcast_to(jnp.arange(max_gates, dtype=jnp.int32),
+                             gates.shape)
             < jnp.asarray(num_gates, jnp.int32)[..., None])
   # Bit 2 p + q of a gate's code is T(P=p, Q=q): one gather up front, then
   # the gate loop is elementwise shifts and selects.
@@ -162,7 +163,8 @@ def _draw(key: jax.Array, batch_size: int, difficulty: Optional[int],
   targets = evaluate(b0, b1, gates, counts)
 
   valid = base.length_mask(lengths, max_len)
-  active = jnp.arange(num_gates, dtype=jnp.int32) < counts[..., None]
+  active = (jnp.arange(num_gates, dtype=jnp.int32)[None, None, :]
+            < counts[..., None])
   chunks = (jax.nn.one_hot(gates, NUM_GATE_TYPES, dtype=jnp.float32)
             * active[..., None].astype(jnp.float32))
   # b_0 is only shown at the first step; later it is the carried target.

@@ -235,7 +235,25 @@ def make_optimizer(config: TrainConfig) -> optax.GradientTransformation:
   elif config.grad_clip_norm is not None:
     parts.append(optax.clip_by_global_norm(config.grad_clip_norm))
   after = [scale_by_key(config.lr_scales)] if config.lr_scales else []
-  return optax.chain(*parts, core, *after) if parts or after else core
+  tx = optax.chain(*parts, core, *after) if parts or after else core
+  return _standard_promotion(tx)
+
+
+def _standard_promotion(
+    tx: optax.GradientTransformation) -> optax.GradientTransformation:
+  """``tx`` with its update under JAX's standard dtype promotion.
+
+  optax computes Adam's bias correction as ``b ** count`` (a Python float and
+  an int32 array), which ``jax_numpy_dtype_promotion='strict'`` refuses; the
+  optimizer's own arithmetic keeps the standard rules whatever the caller's
+  setting. The state is ``tx``'s, so checkpoints keep their layout.
+  """
+
+  def update(updates, state, params=None, **extra_args):
+    with jax.numpy_dtype_promotion('standard'):
+      return tx.update(updates, state, params, **extra_args)
+
+  return optax.GradientTransformationExtraArgs(tx.init, update)
 
 
 def _path_keys(path) -> set:
@@ -445,7 +463,10 @@ def train_step(experiment: Experiment, tx: optax.GradientTransformation,
   (loss, aux), grads = jax.value_and_grad(
       experiment.loss, has_aux=True)(state.params, batch, info)
   metrics, carry = aux if experiment.init_carry is not None else (aux, None)
-  updates, opt_state = tx.update(grads, state.opt_state, state.params)
+  # A caller's own optax transformation may not run under strict promotion
+  # (see _standard_promotion); the loss above keeps the caller's setting.
+  with jax.numpy_dtype_promotion('standard'):
+    updates, opt_state = tx.update(grads, state.opt_state, state.params)
   params = optax.apply_updates(state.params, updates)
   metrics = dict(metrics, grad_norm=_global_norm(grads))
   for name in clip_apart:   # the share of each group clipped apart
