@@ -6,9 +6,9 @@ The benchmarks time what the trainer runs: the library's own ``train_step``
 test, with Adam at 1e-3 (:func:`~vcrnn_jax.training.train.make_optimizer`).
 """
 
+from collections.abc import Callable
 import statistics
 import time
-from typing import Callable
 
 import jax
 import jax.numpy as jnp

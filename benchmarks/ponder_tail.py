@@ -40,11 +40,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from vcrnn_jax import loops
-from vcrnn_jax import tasks
+from vcrnn_jax import loops, tasks
 from vcrnn_jax.papers.act import tasks as act_tasks
-from vcrnn_jax.training.train import (StepInfo, TrainConfig,
-                                      restore_latest_params)
+from vcrnn_jax.training.train import (
+  StepInfo,
+  TrainConfig,
+  restore_latest_params,
+)
 
 # The flag that only one task's factory takes, to recognise a binary's task.
 _TASK_MARKERS = {'bits': 'parity', 'num_gates': 'logic',
@@ -183,7 +185,7 @@ def time_loop_settings(task, model, batch_size, params, key,
                                            batch_size=batch_size)
     info = StepInfo(jax.random.PRNGKey(0), jnp.zeros((), jnp.int32))
     steps[name] = jax.jit(jax.grad(
-        lambda p, b, e=experiment: e.loss(p, b, info)[0]))
+        lambda p, b, e=experiment, i=info: e.loss(p, b, i)[0]))
   batches = [task.sample(jax.random.fold_in(key, 10_000 + i), batch_size)
              for i in range(repeats)]
   for f in steps.values():                       # Compile outside the timing.

@@ -35,8 +35,7 @@ from jax import lax
 import jax.numpy as jnp
 
 from benchmarks import _train_step
-from vcrnn_jax import loops
-from vcrnn_jax import rehn
+from vcrnn_jax import loops, rehn
 from vcrnn_jax.core import Cell
 from vcrnn_jax.tasks import elastic_depth
 from vcrnn_jax.unroll import unroll
@@ -193,8 +192,8 @@ def main():
           f'{"mem(b) KiB":>11}')
     mems = {}
     for r_max in max_depths:
-      make = lambda kind: rehn.ei_rehn(
-          hidden, hyper, r_max, loop=loops.LoopConfig(
+      make = lambda kind, h=hidden, z=hyper, r=r_max: rehn.ei_rehn(
+          h, z, r, loop=loops.LoopConfig(
               kind, checkpoints=args.checkpoints,
               save_residuals=args.save_residuals))
       cell_a, cell_b = make('while'), make('scan')

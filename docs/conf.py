@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT))
 os.environ['PYTHONPATH'] = os.pathsep.join(
     p for p in (str(ROOT), os.environ.get('PYTHONPATH')) if p)
 
-import vcrnn_jax
+import vcrnn_jax  # noqa: E402 (after PYTHONPATH is set for the kernels)
 
 project = 'vcrnn_jax'
 author = 'vcrnn_jax authors'

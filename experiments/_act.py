@@ -7,16 +7,16 @@ task's arguments to :func:`main`; ``act_wikipedia`` uses the model flags only
 (``settings=None``: each task's paper value).
 """
 
+from collections.abc import Mapping
 import pathlib
-from typing import Any, Mapping, Optional
+from typing import Any
 
 from absl import flags
 
 from experiments import _common
-from vcrnn_jax import loops
-from vcrnn_jax import tasks
-from vcrnn_jax.papers.act import sweep as act_sweep
+from vcrnn_jax import loops, tasks
 from vcrnn_jax.files import atomic_write
+from vcrnn_jax.papers.act import sweep as act_sweep
 from vcrnn_jax.papers.act import tasks as act_tasks
 from vcrnn_jax.training import distributed
 from vcrnn_jax.training.train import TrainConfig
@@ -26,7 +26,7 @@ FLAGS = flags.FLAGS
 _PER_TASK = '(default: the paper\'s for --task)'
 
 
-def define_flags(settings: Optional[Mapping[str, Any]], *,
+def define_flags(settings: Mapping[str, Any] | None, *,
                  task_flags: bool = True) -> None:
   """Model, ACT and training flags, defaulting to ``settings`` (the paper's).
 

@@ -14,6 +14,7 @@ a run, recorded in ``<workdir>/flags.json`` with the first checkpoint, and
 resuming it under other run-defining flags is refused.
 """
 
+from collections.abc import Callable, Iterable
 import json
 import logging
 import math
@@ -22,20 +23,24 @@ import pathlib
 import sys
 import time
 import traceback
-from typing import Callable, Iterable, Optional
 
+from absl import app, flags
 import jax
 import numpy as np
-from absl import app
-from absl import flags
 
 from vcrnn_jax.analysis import sweep
 from vcrnn_jax.data.download import DownloadError
 from vcrnn_jax.files import atomic_write
 from vcrnn_jax.training import distributed
-from vcrnn_jax.training.train import (OPTIMIZERS, Experiment, TrainConfig,
-                                      TrainingDiverged, TrainResult,
-                                      prepare_workdir, train_and_evaluate)
+from vcrnn_jax.training.train import (
+  OPTIMIZERS,
+  Experiment,
+  TrainConfig,
+  TrainingDiverged,
+  TrainResult,
+  prepare_workdir,
+  train_and_evaluate,
+)
 
 FLAGS = flags.FLAGS
 
@@ -244,7 +249,7 @@ def _check_processes(processes: distributed.Processes) -> None:
           'process 0 shows progress and writes the files.', flush=True)
 
 
-def define_positive_int(name: str, default: Optional[int], help_: str, *,
+def define_positive_int(name: str, default: int | None, help_: str, *,
                         resumable: bool = False) -> None:
   """An integer flag that must be >= 1 (or None: unset).
 
@@ -262,9 +267,9 @@ def _finite(lower: float, strict: bool) -> Callable[[float], bool]:
   return check
 
 
-def define_float(name: str, default: Optional[float], help_: str, *,
+def define_float(name: str, default: float | None, help_: str, *,
                  lower: float = 0.0, strict: bool = False,
-                 upper: Optional[float] = None,
+                 upper: float | None = None,
                  resumable: bool = False) -> None:
   """A float flag that must be finite and ``>= lower`` (``> lower`` if strict).
 
@@ -295,11 +300,11 @@ def define_workdir(default_help: str) -> None:
       message='--workdir exists and is not a directory')
 
 
-def define_training_flags(*, steps: Optional[int], batch_size: Optional[int],
-                          learning_rate: Optional[float],
-                          eval_every: Optional[int],
+def define_training_flags(*, steps: int | None, batch_size: int | None,
+                          learning_rate: float | None,
+                          eval_every: int | None,
                           optimizer: str = 'adam',
-                          grad_clip_norm: Optional[float] = None,
+                          grad_clip_norm: float | None = None,
                           keep_checkpoints: int = 3,
                           seed_flag: bool = True) -> None:
   """The flags every binary shares, with the paper's (or documented) defaults.
@@ -468,7 +473,7 @@ def _has_checkpoint(workdir: pathlib.Path) -> bool:
   return ckpt.is_dir() and any(p.name.isdigit() for p in ckpt.iterdir())
 
 
-def _run_flags_error(workdir: pathlib.Path) -> Optional[str]:
+def _run_flags_error(workdir: pathlib.Path) -> str | None:
   """Why resuming the run in ``workdir`` under these flags is refused."""
   path = workdir / RUN_FLAGS_FILENAME
   if not (path.is_file() and _has_checkpoint(workdir)):
@@ -623,7 +628,7 @@ def write_results(workdir, results: dict, *,
   return path
 
 
-def plot(what: str, draw: Callable[[], object]) -> Optional[object]:
+def plot(what: str, draw: Callable[[], object]) -> object | None:
   """``draw()``, or a one-line warning if it fails (the run has succeeded).
 
   Plots come after ``results.json``; a missing font, a full disk or a bad

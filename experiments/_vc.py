@@ -22,17 +22,17 @@ Clipped apart, VCRNN-512 reaches 1.808 and 1.881 valid bpc instead of
 1.920 and 1.920 (seeds 0, 1) on char PTB at 3,000 updates (docs/results/vc.md).
 """
 
+from collections.abc import Callable, Mapping, Sequence
 import pathlib
 import re
-from typing import Any, Callable, Mapping, Optional, Sequence
+from typing import Any
 
-import numpy as np
 from absl import flags
+import numpy as np
 
 from experiments import _common
-from vcrnn_jax.training import distributed
-from vcrnn_jax.training import lm
 from vcrnn_jax.papers.vc import lm as vc_lm
+from vcrnn_jax.training import distributed, lm
 
 FLAGS = flags.FLAGS
 
@@ -118,7 +118,7 @@ def truncate(stream):
 
 
 def spec_from_flags(steps_per_epoch: int,
-                    boundary_target: Optional[float] = None
+                    boundary_target: float | None = None
                     ) -> vc_lm.ModelSpec:
   return vc_lm.check_spec(vc_lm.ModelSpec(
       cell=FLAGS.cell, hidden_size=FLAGS.hidden_size,
@@ -188,11 +188,11 @@ def train_and_analyse(
     vocab_size: int,
     *,
     decode: Callable[[np.ndarray], Sequence[Any]],
-    classes: Optional[Classes] = None,
-    boundary_ids: Optional[Sequence[int]] = None,
-    boundary_target: Optional[float] = None,
+    classes: Classes | None = None,
+    boundary_ids: Sequence[int] | None = None,
+    boundary_target: float | None = None,
     metric: str = 'bpc',
-    bits: Optional[Mapping[str, Any]] = None,
+    bits: Mapping[str, Any] | None = None,
     leading: Sequence[str] = ('cell', 'seed'),
     processes: distributed.Processes,
 ) -> dict:

@@ -32,8 +32,7 @@ Hogwild threads, 1M iterations per thread).
 
 from absl import flags
 
-from experiments import _act
-from experiments import _common
+from experiments import _act, _common
 from vcrnn_jax.papers.act import tasks as act_tasks
 
 _PAPER = act_tasks.PAPER_SETTINGS['logic']

@@ -37,8 +37,7 @@ on a 2-core CPU. Section 3.1 does not say which k elements are non-zero;
 
 from absl import flags
 
-from experiments import _act
-from experiments import _common
+from experiments import _act, _common
 from vcrnn_jax import tasks
 from vcrnn_jax.papers.act import tasks as act_tasks
 

@@ -39,8 +39,7 @@ error since its networks could not overfit).
 
 from absl import flags
 
-from experiments import _act
-from experiments import _common
+from experiments import _act, _common
 from vcrnn_jax import data
 from vcrnn_jax.papers.act import lm as act_lm
 from vcrnn_jax.papers.act import tasks as act_tasks

@@ -43,13 +43,11 @@ used for model selection (the paper reports the final model).
 import functools
 import pathlib
 
-import numpy as np
 from absl import flags
+import numpy as np
 
-from experiments import _common
-from experiments import _rehn
-from vcrnn_jax import cells
-from vcrnn_jax import data
+from experiments import _common, _rehn
+from vcrnn_jax import cells, data
 from vcrnn_jax.files import atomic_write
 from vcrnn_jax.models import sequence_model
 from vcrnn_jax.papers.rehn import tasks as rehn_tasks

@@ -35,16 +35,14 @@ windows), as in Zilly et al.'s schedule.
 
 import collections
 
-import numpy as np
 from absl import flags
+import numpy as np
 
-from experiments import _common
-from experiments import _rehn
-from vcrnn_jax import data
-from vcrnn_jax import loops
+from experiments import _common, _rehn
+from vcrnn_jax import data, loops
 from vcrnn_jax.models import language_model, symmetric_uniform
-from vcrnn_jax.training import lm
 from vcrnn_jax.papers.rehn import tasks as rehn_tasks
+from vcrnn_jax.training import lm
 
 _common.mark_resumable(flags.DEFINE_string(
     'data_dir', None, 'Folder holding ptb/ptb.*.txt (Mikolov\'s layout); '

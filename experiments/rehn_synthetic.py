@@ -44,12 +44,11 @@ import pathlib
 
 from absl import flags
 
-from experiments import _common
-from experiments import _rehn
+from experiments import _common, _rehn
 from vcrnn_jax.data.dataset import split_counts
 from vcrnn_jax.models import sequence_model
-from vcrnn_jax.tasks import elastic_depth
 from vcrnn_jax.papers.rehn import tasks as rehn_tasks
+from vcrnn_jax.tasks import elastic_depth
 from vcrnn_jax.training import supervised
 
 _rehn.define_model_flags(

@@ -54,8 +54,7 @@ seen fewer than --min_count times in train become one unknown symbol.
 
 from absl import flags
 
-from experiments import _common
-from experiments import _vc
+from experiments import _common, _vc
 from vcrnn_jax import data
 from vcrnn_jax.papers.vc import lm as vc_lm
 

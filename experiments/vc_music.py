@@ -42,8 +42,7 @@ gradient clipped apart (experiments/_vc.py says why).
 
 from absl import flags
 
-from experiments import _common
-from experiments import _vc
+from experiments import _common, _vc
 from vcrnn_jax import data
 from vcrnn_jax.papers.vc import lm as vc_lm
 

@@ -70,8 +70,7 @@ characters.
 
 from absl import flags
 
-from experiments import _common
-from experiments import _vc
+from experiments import _common, _vc
 from vcrnn_jax import data
 from vcrnn_jax.papers.vc import lm as vc_lm
 

@@ -6,9 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from vcrnn_jax import act
-from vcrnn_jax import cells
-from vcrnn_jax import loops
+from vcrnn_jax import act, cells, loops
 from vcrnn_jax.core import Cell, Context, ignore_context
 from vcrnn_jax.unroll import unroll
 
@@ -452,7 +450,7 @@ def test_gradient_wrt_every_halting_activation_is_eq_19_and_20():
     a = jax.random.normal(jax.random.key(20 + b), (1, O), jnp.float64)
     c = jax.random.normal(jax.random.key(30 + b), (1, H), jnp.float64)
 
-    def loss(params):
+    def loss(params, x=x, a=a, c=c):
       state, out = cell.apply(params, cell.initial_state(1), x)
       return (jnp.sum(a * out.output) + jnp.sum(c * state[0].h)
               + tau * jnp.sum(act.ponder_cost(out)))

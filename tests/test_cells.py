@@ -7,8 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from vcrnn_jax import cells
-from vcrnn_jax import linen
+from vcrnn_jax import cells, linen
 from vcrnn_jax.unroll import unroll
 
 B, T, D, H = 3, 5, 4, 6
@@ -156,7 +155,7 @@ def test_unroll_lengths_freeze_state(name):
   for b, n in enumerate(lengths.tolist()):
     s_b, ys_b = unroll(cell, params, cell.initial_state(1), xs[b:b + 1, :n])
     jax.tree_util.tree_map(
-        lambda a, c: np.testing.assert_allclose(a[b], c[0], atol=1e-6),
+        lambda a, c, b=b: np.testing.assert_allclose(a[b], c[0], atol=1e-6),
         final, s_b)
     np.testing.assert_allclose(ys[b, :n], ys_b[0], atol=1e-6)
     np.testing.assert_array_equal(ys[b, n:], 0.0)

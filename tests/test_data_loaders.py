@@ -8,9 +8,7 @@ import numpy as np
 import pytest
 
 from vcrnn_jax import data
-from vcrnn_jax.data import har
-from vcrnn_jax.data import text
-from vcrnn_jax.data import thesession
+from vcrnn_jax.data import har, text, thesession
 
 # --------------------------------------------------------------------------- #
 # Fixture writers (the published layouts, at toy size).

@@ -11,8 +11,7 @@ import numpy as np
 import pytest
 
 from vcrnn_jax import data
-from vcrnn_jax.data import download
-from vcrnn_jax.data import text
+from vcrnn_jax.data import download, text
 
 
 @pytest.fixture(scope='session')

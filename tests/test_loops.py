@@ -79,7 +79,7 @@ def loss_value(final):
           jnp.sum(final.halt ** 2))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def run_and_grad(loop_fn, **kwargs):
   """Jitted ``(params, carry) -> ((loss, (final, n)), (d_params, d_carry))``.
 
@@ -183,7 +183,8 @@ def test_gradient_matches_finite_differences():
     return (f(x + dx) - f(x - dx)) / (2 * eps)
 
   for name, index in [('U', (1, 2)), ('w', (3,)), ('bh', ())]:
-    fd = central(lambda v: loss({**params, name: v}, carry), params[name],
+    fd = central(lambda v, name=name: loss({**params, name: v}, carry),
+                 params[name],
                  index)
     np.testing.assert_allclose(g_params[name][index], fd, rtol=1e-6)
   fd = central(lambda v: loss(params, carry._replace(h=v)), carry.h, (2, 0))
@@ -248,8 +249,8 @@ def test_vmap_matches_unbatched_calls():
   for i, c in enumerate(carries):
     (_, (final, n)), (g_p, g_c) = unbatched(params, c)
     assert int(ns[i]) == int(n)
-    assert_trees_close(jax.tree.map(lambda x: x[i], finals), final)
-    assert_trees_close(jax.tree.map(lambda x: x[i], float_leaves(g_carries)),
+    assert_trees_close(jax.tree.map(lambda x, i=i: x[i], finals), final)
+    assert_trees_close(jax.tree.map(lambda x, i=i: x[i], float_leaves(g_carries)),
                        float_leaves(g_c))
     g_params_sum = jax.tree.map(jnp.add, g_params_sum, g_p)
   assert_trees_close(g_params, g_params_sum)

@@ -11,13 +11,15 @@ import numpy as np
 import pytest
 
 import vcrnn_jax
-from vcrnn_jax import act
-from vcrnn_jax import cells
-from vcrnn_jax import linen
-from vcrnn_jax import loops
-from vcrnn_jax import rehn
-from vcrnn_jax.core import (Cell, Context, cell_output, check_positive_int,
-                            fold_in, ignore_context)
+from vcrnn_jax import act, cells, linen, loops, rehn
+from vcrnn_jax.core import (
+  Cell,
+  Context,
+  cell_output,
+  check_positive_int,
+  fold_in,
+  ignore_context,
+)
 from vcrnn_jax.models import sequence_model
 from vcrnn_jax.unroll import unroll
 

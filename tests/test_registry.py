@@ -5,11 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from vcrnn_jax import cells
-from vcrnn_jax import loops
-from vcrnn_jax import registry
-from vcrnn_jax import rehn
-from vcrnn_jax import vc
+from vcrnn_jax import cells, loops, registry, rehn, vc
 
 
 def test_every_registered_cell_builds_and_steps():

@@ -14,10 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from vcrnn_jax import act
-from vcrnn_jax import cells
-from vcrnn_jax import loops
-from vcrnn_jax import rehn
+from vcrnn_jax import act, cells, loops, rehn
 from vcrnn_jax.core import Context
 from vcrnn_jax.unroll import unroll
 
@@ -288,8 +285,8 @@ def test_elastic_gate_is_eq_11_with_finite_values_and_gradients():
   np.testing.assert_array_equal(value, 0.0)
   np.testing.assert_array_equal(grad, 0.0)
   for dtype in (jnp.float32, jnp.bfloat16):
-    one = lambda v: jnp.asarray(v, dtype)
-    value, grad = jax.value_and_grad(lambda a: rehn.elastic_gate(
+    one = lambda v, dtype=dtype: jnp.asarray(v, dtype)
+    value, grad = jax.value_and_grad(lambda a, one=one: rehn.elastic_gate(
         a, one(0.0), one(0.5), 3).astype(jnp.float32))(one(200.0))
     assert float(value) == 0 and float(grad) == 0
 

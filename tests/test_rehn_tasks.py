@@ -4,8 +4,8 @@ import math
 
 import pytest
 
-from vcrnn_jax.training import metric_writer
 from vcrnn_jax.papers.rehn import tasks as rehn_tasks
+from vcrnn_jax.training import metric_writer
 
 
 def _write_log(workdir, lines):

@@ -15,11 +15,15 @@ from vcrnn_jax.cells.stack import StackOutput, stack
 from vcrnn_jax.core import Context
 from vcrnn_jax.metrics import classification_sums, squared_error_sums
 from vcrnn_jax.models import language_model, sequence_model
-from vcrnn_jax.training import lm
-from vcrnn_jax.training import supervised
+from vcrnn_jax.training import lm, supervised
 from vcrnn_jax.training import train as train_lib
-from vcrnn_jax.training.train import (Experiment, StepInfo, TrainConfig,
-                                      make_optimizer, train_and_evaluate)
+from vcrnn_jax.training.train import (
+  Experiment,
+  StepInfo,
+  TrainConfig,
+  make_optimizer,
+  train_and_evaluate,
+)
 
 
 def _config(**kw):

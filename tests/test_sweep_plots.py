@@ -11,11 +11,10 @@ import sys
 import numpy as np
 import pytest
 
-from vcrnn_jax.analysis import plots
+from vcrnn_jax.analysis import plots, sweep
 from vcrnn_jax.papers.act import plots as act_plots
-from vcrnn_jax.papers.rehn import plots as rehn_plots
 from vcrnn_jax.papers.act import sweep as act_sweep
-from vcrnn_jax.analysis import sweep
+from vcrnn_jax.papers.rehn import plots as rehn_plots
 from vcrnn_jax.training.train import TrainingDiverged
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -379,7 +378,7 @@ def test_plots_reject_bad_rows(tmp_path):
 
 
 def test_plot_ponder_over_text(tmp_path):
-  text = 'The cat sat, on the mat.\nA café.'.encode('utf-8')
+  text = 'The cat sat, on the mat.\nA café.'.encode()
   ponder = [1.0 + (0.8 if b == ord(' ') else 1.5 if b in b',.' else 0.1)
             for b in text]
   path = act_plots.plot_ponder_over_text(text, ponder, tmp_path / 'fig23.png',

@@ -12,11 +12,7 @@ import numpy as np
 import pytest
 
 from vcrnn_jax import tasks
-from vcrnn_jax.tasks import addition
-from vcrnn_jax.tasks import base
-from vcrnn_jax.tasks import logic
-from vcrnn_jax.tasks import parity
-from vcrnn_jax.tasks import sort
+from vcrnn_jax.tasks import addition, base, logic, parity, sort
 
 KEY = jax.random.key(0)
 

@@ -16,9 +16,14 @@ import pytest
 from vcrnn_jax import tasks
 from vcrnn_jax.papers.act import tasks as act_tasks
 from vcrnn_jax.training.checkpoint import Checkpointer
-from vcrnn_jax.training.train import (Experiment, TrainConfig, TrainState,
-                                      TrainingDiverged, make_optimizer,
-                                      train_and_evaluate)
+from vcrnn_jax.training.train import (
+  Experiment,
+  TrainConfig,
+  TrainingDiverged,
+  TrainState,
+  make_optimizer,
+  train_and_evaluate,
+)
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 TINY = ['--bits=8', '--hidden_size=8', '--batch_size=16', '--max_steps=5']

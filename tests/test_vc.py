@@ -10,9 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from vcrnn_jax import act
-from vcrnn_jax import cells
-from vcrnn_jax import vc
+from vcrnn_jax import act, cells, vc
 from vcrnn_jax.core import Context
 from vcrnn_jax.models import sequence_model
 from vcrnn_jax.unroll import unroll
@@ -435,7 +433,7 @@ def _on_block_xs(sizes, input_size, steps, seed=0):
   """Inputs whose feature 0 is logit(m) with m D = size - 0.5 per row."""
   rng = np.random.default_rng(seed)
   xs = rng.normal(size=(len(sizes), steps, input_size))
-  for b, s in enumerate(sizes):
+  for b in range(len(sizes)):
     for t in range(steps):
       m = (sizes[(b + t) % len(sizes)] - 0.5) / H
       xs[b, t, 0] = np.log(m / (1 - m))

@@ -286,7 +286,7 @@ def test_buffer_classes_count_the_buffer_bits_after_each_character():
   assert vc_lm.buffer_classes(positions) == [
       'character bit', 'character bit', 'buffer 1', 'buffer 2', 'buffer 3',
       'character bit', 'character bit', 'buffer 1']
-  from experiments import _vc   # pylint: disable=g-import-not-at-top
+  from experiments import _vc  # pylint: disable=g-import-not-at-top
   assert _vc._class_order(['buffer 10', 'character bit', 'buffer 2',
                            'buffer 1']) == [
       'buffer 1', 'buffer 2', 'buffer 10', 'character bit']

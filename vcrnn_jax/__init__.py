@@ -8,18 +8,9 @@ loop primitives in :mod:`vcrnn_jax.loops`, flax wrappers in :mod:`vcrnn_jax.line
 :mod:`vcrnn_jax.training`.
 """
 
-from vcrnn_jax import act
-from vcrnn_jax import cells
-from vcrnn_jax import linen
-from vcrnn_jax import loops
-from vcrnn_jax import nnx
-from vcrnn_jax import rehn
-from vcrnn_jax import vc
-from vcrnn_jax.core import Cell
-from vcrnn_jax.core import Context
-from vcrnn_jax.core import cell_output
-from vcrnn_jax.models import SequenceModel
-from vcrnn_jax.models import sequence_model
+from vcrnn_jax import act, cells, linen, loops, nnx, rehn, vc
+from vcrnn_jax.core import Cell, Context, cell_output
+from vcrnn_jax.models import SequenceModel, sequence_model
 from vcrnn_jax.unroll import unroll
 
 __version__ = '0.1.0'

@@ -5,17 +5,24 @@ input for a data-dependent number of steps ``N(t) <= M`` and emits mean-field
 states and outputs; :func:`ponder_cost` gives the ponder cost added to the loss.
 """
 
+from collections.abc import Callable
 import functools
-from typing import Any, Callable, NamedTuple, Optional
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
 from vcrnn_jax import loops
 from vcrnn_jax.cells import _common
-from vcrnn_jax.core import (Cell, InputSizeError, as_context, cell_output,
-                            check_positive_int, param_dtype_of,
-                            shape_probe_context)
+from vcrnn_jax.core import (
+  Cell,
+  InputSizeError,
+  as_context,
+  cell_output,
+  check_positive_int,
+  param_dtype_of,
+  shape_probe_context,
+)
 
 
 class ACTOutput(NamedTuple):
@@ -96,7 +103,7 @@ def _initial_rows(state, batch_shape: tuple, y_size: int, dtype) -> _Rows:
   )
 
 
-def _ponder_step(cell: Cell, feats, output_size: Optional[int],
+def _ponder_step(cell: Cell, feats, output_size: int | None,
                  epsilon: float, max_steps: int, shared, inputs, r: _Rows,
                  running, n):
   """Ponder step ``n`` of every row (Eq. 3-9), for ``loops.halting_loop``."""
@@ -146,12 +153,12 @@ def _ponder_step(cell: Cell, feats, output_size: Optional[int],
 
 def adaptive(
     cell: Cell,
-    output_size: Optional[int],
+    output_size: int | None,
     *,
     max_steps: int = 100,
     epsilon: float = 0.01,
     halting_bias: float = 1.0,
-    halt_features: Optional[Callable[[Any, jax.Array], jax.Array]] = None,
+    halt_features: Callable[[Any, jax.Array], jax.Array] | None = None,
     loop: loops.LoopConfig | str = loops.LoopConfig(),
     kernel_init: Any = _common.default_kernel_init,
     param_dtype: Any = None,
@@ -291,7 +298,7 @@ def adaptive(
   return Cell(init, cell.initial_state, apply)
 
 
-def ponder_cost(out: ACTOutput, mask: Optional[jax.Array] = None) -> jax.Array:
+def ponder_cost(out: ACTOutput, mask: jax.Array | None = None) -> jax.Array:
   r"""The ponder cost :math:`P(x) = \sum_t \rho_t` (Eq. 11) per sequence.
 
   Args:

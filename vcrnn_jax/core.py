@@ -49,8 +49,9 @@ Every function is pure: no globals, no Python side effects, no hidden randomness
 so cells compose with ``jit``, ``vmap``, ``grad``, ``lax.scan`` and sharding.
 """
 
+from collections.abc import Callable
 import operator
-from typing import Any, Callable, NamedTuple, Optional
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -67,9 +68,9 @@ class Context(NamedTuple):
   A ``NamedTuple`` of arrays (``None`` fields are empty pytrees), so it passes
   through ``jit``, ``vmap`` and ``lax.scan`` like any other argument.
   """
-  active: Optional[jax.Array] = None  # [batch] bool: False rows are discarded
-  step: Optional[jax.Array] = None    # int32 scalar: the training step
-  key: Optional[jax.Array] = None     # PRNG key of this sequence; None: no noise
+  active: jax.Array | None = None  # [batch] bool: False rows are discarded
+  step: jax.Array | None = None    # int32 scalar: the training step
+  key: jax.Array | None = None     # PRNG key of this sequence; None: no noise
 
 
 class Cell(NamedTuple):
@@ -80,7 +81,7 @@ class Cell(NamedTuple):
   apply: Callable[..., tuple[State, Any]]  # (params, state, x, context=None)
 
 
-def as_context(context: Optional[Context]) -> Context:
+def as_context(context: Context | None) -> Context:
   """``context``, or an empty :class:`Context` for ``None``."""
   if context is None:
     return Context()
@@ -101,7 +102,7 @@ def shape_probe_context() -> Context:
   return Context(step=jnp.zeros((), jnp.int32))
 
 
-def fold_in(context: Optional[Context], data: int) -> Context:
+def fold_in(context: Context | None, data: int) -> Context:
   """``context`` with its key replaced by ``fold_in(key, data)`` (if any).
 
   Gives each of several cells that share a context (the layers of a stack,
@@ -188,7 +189,7 @@ class InputSizeError(ValueError):
 
 def check_apply_args(name: str, input_size: int, state: State,
                      x: jax.Array, dtype: Any,
-                     width: Optional[int] = None) -> jax.Array:
+                     width: int | None = None) -> jax.Array:
   """Checks one ``apply`` call's shapes and dtypes; returns ``x`` in ``dtype``.
 
   Every cell of the library computes in its params' ``dtype``: ``x`` is cast

@@ -3,9 +3,8 @@
 import os
 import pathlib
 import tempfile
-from typing import Union
 
-PathLike = Union[str, os.PathLike]
+PathLike = str | os.PathLike
 
 
 def _umask() -> int:
@@ -30,7 +29,7 @@ def _mode_for(path: pathlib.Path) -> int:
     return 0o666 & ~_umask()
 
 
-def atomic_write(path: PathLike, data: Union[str, bytes]) -> pathlib.Path:
+def atomic_write(path: PathLike, data: str | bytes) -> pathlib.Path:
   """Writes ``data`` to ``path`` through a temporary file and a rename.
 
   A process killed mid-write leaves the old file (or none), never half of

@@ -36,19 +36,16 @@ modules over time with ``seq_lengths`` honoured as :func:`vcrnn_jax.unroll`
 honours ``lengths``.
 """
 
+from collections.abc import Callable, Sequence
 import math
-from typing import Any, Callable, Optional, Sequence
+from typing import Any
 
 import flax
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from vcrnn_jax import act
-from vcrnn_jax import loops
-from vcrnn_jax import cells
-from vcrnn_jax import rehn
-from vcrnn_jax import vc
+from vcrnn_jax import act, cells, loops, rehn, vc
 from vcrnn_jax.cells import _common
 from vcrnn_jax.core import Cell, Context, as_context
 
@@ -88,7 +85,7 @@ class CellModule(nn.RNNCellBase):
     return self.make_cell()
 
   @nn.compact
-  def __call__(self, carry, inputs, context: Optional[Context] = None):
+  def __call__(self, carry, inputs, context: Context | None = None):
     batch_shape = inputs.shape[:-1]
     size = math.prod(batch_shape)
     x = inputs.reshape((size, inputs.shape[-1]))
@@ -253,7 +250,7 @@ class EIREHN(SREHN):
   The per-step output is a :class:`vcrnn_jax.rehn.REHNOutput` (``output``,
   ``depth``); ``hyper_size`` None means ``ceil(features / 2)``.
   """
-  hyper_size: Optional[int] = None
+  hyper_size: int | None = None
   hyper_init: Initializer = jax.nn.initializers.normal(0.01)
 
   @nn.nowrap
@@ -352,11 +349,11 @@ class ACT(CellModule):
     ((2, 5, 10), (2, 5))
   """
   inner: CellModule
-  output_size: Optional[int] = None
+  output_size: int | None = None
   max_steps: int = 100
   epsilon: float = 0.01
   halting_bias: float = 1.0
-  halt_features: Optional[Callable[[Any, jax.Array], jax.Array]] = None
+  halt_features: Callable[[Any, jax.Array], jax.Array] | None = None
   loop: loops.LoopConfig | str = loops.LoopConfig()
   kernel_init: Initializer = _common.default_kernel_init
   param_dtype: Any = None
@@ -427,10 +424,10 @@ class RNN(nn.Module):
 
   @nn.compact
   def __call__(self, inputs: jax.Array, *, initial_carry: Any = None,
-               init_key: Optional[jax.Array] = None,
-               seq_lengths: Optional[jax.Array] = None,
-               return_carry: Optional[bool] = None,
-               context: Optional[Context] = None):
+               init_key: jax.Array | None = None,
+               seq_lengths: jax.Array | None = None,
+               return_carry: bool | None = None,
+               context: Context | None = None):
     """Applies the cell to every step of ``inputs``.
 
     Args:

@@ -27,9 +27,10 @@ that ``body_fun`` closes over (an input frame ``x_t`` inside a time
 and get gradients too, but passing differentiable values explicitly is clearer.
 """
 
+from collections.abc import Callable
 import dataclasses
 import functools
-from typing import Any, Callable, NamedTuple, Optional
+from typing import Any, NamedTuple
 
 import jax
 from jax import lax
@@ -77,7 +78,7 @@ class LoopConfig:
   kind: str = 'while'
   checkpoints: int = 8
   save_residuals: bool = False
-  compact_rows: Optional[int] = None
+  compact_rows: int | None = None
 
   def __post_init__(self):
     if self.kind not in ('while', 'scan'):

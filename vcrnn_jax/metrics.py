@@ -14,7 +14,6 @@ reported number at the end, so every example counts once whatever the batch:
 """
 
 import math
-from typing import Optional
 
 import jax
 import jax.numpy as jnp
@@ -52,7 +51,7 @@ def perplexity(nll_nats: float, count: int) -> float:
 
 
 def squared_error_sums(predictions: jax.Array, targets: jax.Array,
-                       mask: Optional[jax.Array] = None
+                       mask: jax.Array | None = None
                        ) -> tuple[jax.Array, jax.Array]:
   """``(sum of squared errors, number of values)`` over unmasked rows.
 
@@ -70,8 +69,8 @@ def squared_error_sums(predictions: jax.Array, targets: jax.Array,
 
 
 def classification_sums(logits: jax.Array, labels: jax.Array,
-                        mask: Optional[jax.Array] = None, *,
-                        num_classes: Optional[int] = None
+                        mask: jax.Array | None = None, *,
+                        num_classes: int | None = None
                         ) -> tuple[jax.Array, jax.Array, jax.Array]:
   """``(cross-entropy sum, correct count, confusion [C, C])`` over rows.
 

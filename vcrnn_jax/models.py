@@ -1,13 +1,21 @@
 """Sequence models: a cell over time with a readout; language models."""
 
-from typing import Any, Callable, NamedTuple, Optional
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
 from vcrnn_jax.cells import _common
-from vcrnn_jax.core import (Cell, as_context, cell_output, check_positive_int,
-                            fold_in, param_dtype_of, shape_probe_context)
+from vcrnn_jax.core import (
+  Cell,
+  as_context,
+  cell_output,
+  check_positive_int,
+  fold_in,
+  param_dtype_of,
+  shape_probe_context,
+)
 from vcrnn_jax.unroll import unroll
 
 
@@ -30,7 +38,7 @@ def _cell_output_size(cell: Cell, cell_params, input_size: int,
   return cell_output(y).shape[-1]
 
 
-def sequence_model(cell: Cell, output_size: Optional[int] = None, *,
+def sequence_model(cell: Cell, output_size: int | None = None, *,
                    param_dtype: Any = None) -> SequenceModel:
   """A cell over time, with a linear readout of size ``output_size``.
 
@@ -112,8 +120,8 @@ def _word_dropout(key: jax.Array, rate: float, tokens: jax.Array,
   return xs * jnp.take_along_axis(keep, tokens, axis=1)[..., None]
 
 
-def _lm_init(cell: Cell, vocab_size: int, embed_size: Optional[int],
-             readout: Optional[str], embedding_init, readout_init,
+def _lm_init(cell: Cell, vocab_size: int, embed_size: int | None,
+             readout: str | None, embedding_init, readout_init,
              param_dtype) -> Callable[..., Any]:
   """:func:`language_model`'s ``init(key, input_size_unused=None)``."""
   input_size = vocab_size if embed_size is None else embed_size
@@ -147,8 +155,8 @@ def _lm_init(cell: Cell, vocab_size: int, embed_size: Optional[int],
   return init
 
 
-def _lm_inputs(params, tokens: jax.Array, key: Optional[jax.Array], *,
-               vocab_size: int, embed_size: Optional[int],
+def _lm_inputs(params, tokens: jax.Array, key: jax.Array | None, *,
+               vocab_size: int, embed_size: int | None,
                embedding_dropout: float, input_dropout: float) -> jax.Array:
   """The cell inputs ``[batch, time, features]`` of ``tokens``: embedded (or
   one-hot), with word and input dropout when there is a ``key``."""
@@ -164,8 +172,8 @@ def _lm_inputs(params, tokens: jax.Array, key: Optional[jax.Array], *,
   return xs
 
 
-def _lm_logits(params, out: jax.Array, key: Optional[jax.Array], *,
-               readout: Optional[str], output_dropout: float) -> jax.Array:
+def _lm_logits(params, out: jax.Array, key: jax.Array | None, *,
+               readout: str | None, output_dropout: float) -> jax.Array:
   """The logits of the cell's output ``out``: output dropout when there is a
   ``key``, then the readout."""
   if key is not None and output_dropout:
@@ -184,8 +192,8 @@ def language_model(
     cell: Cell,
     vocab_size: int,
     *,
-    embed_size: Optional[int] = None,
-    readout: Optional[str] = 'linear',
+    embed_size: int | None = None,
+    readout: str | None = 'linear',
     embedding_dropout: float = 0.0,
     input_dropout: float = 0.0,
     output_dropout: float = 0.0,

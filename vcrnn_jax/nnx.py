@@ -123,18 +123,15 @@ Example, an ACT-LSTM trained on 4-bit parity with ``nnx.Optimizer``
     return model, losses
 """
 
+from collections.abc import Callable, Mapping, Sequence
 import math
-from typing import Any, Callable, Mapping, Optional, Sequence
+from typing import Any
 
 from flax import nnx
 import jax
 import jax.numpy as jnp
 
-from vcrnn_jax import act
-from vcrnn_jax import cells
-from vcrnn_jax import loops
-from vcrnn_jax import rehn
-from vcrnn_jax import vc
+from vcrnn_jax import act, cells, loops, rehn, vc
 from vcrnn_jax.cells import _common
 from vcrnn_jax.core import Cell, Context, as_context, check_positive_int
 from vcrnn_jax.linen import _flatten_batch, _restore_batch
@@ -378,7 +375,7 @@ class CellModule(nnx.RNNCellBase):
     """Whether the cell draws dropout masks from ``context.key``."""
     return False
 
-  def _step_variable(self) -> Optional[Step]:
+  def _step_variable(self) -> Step | None:
     """The :class:`Step` the cell's context reads (None: it needs none)."""
     return None
 
@@ -401,7 +398,7 @@ class CellModule(nnx.RNNCellBase):
     _check_tree(owner, params, to_params(self),
                 f'cell (in_features={self.in_features}) needs')
 
-  def _context(self, context: Optional[Context], batch_shape: tuple,
+  def _context(self, context: Context | None, batch_shape: tuple,
                size: int) -> Context:
     """``context``'s fields, the rest from the module's state."""
     context = as_context(context)
@@ -416,7 +413,7 @@ class CellModule(nnx.RNNCellBase):
     return context
 
   def __call__(self, carry: Any, inputs: jax.Array,
-               context: Optional[Context] = None) -> tuple[Any, Any]:
+               context: Context | None = None) -> tuple[Any, Any]:
     """Applies the cell to one time step.
 
     Args:
@@ -458,7 +455,7 @@ class CellModule(nnx.RNNCellBase):
   def num_feature_axes(self) -> int:
     return 1
 
-  def set_view(self, deterministic: Optional[bool] = None) -> None:
+  def set_view(self, deterministic: bool | None = None) -> None:
     """What ``nnx.view(model, deterministic=...)`` sets (flax >= 0.12)."""
     if deterministic is not None:
       self.deterministic = deterministic
@@ -682,7 +679,7 @@ class EIREHN(SREHN):
   """
 
   def __init__(self, in_features: int, hidden_features: int, max_depth: int,
-               *, hyper_size: Optional[int] = None,
+               *, hyper_size: int | None = None,
                transform_bias: float = 0.0, alpha_init: float = 0.1,
                beta_init: float = 0.9, rate_bias: float = -3.0,
                input_dropout: float = 0.0, state_dropout: float = 0.0,
@@ -761,7 +758,7 @@ class VCRNN(CellModule):
   def _factory(self) -> Callable[..., Cell]:
     return vc.vcrnn
 
-  def _step_variable(self) -> Optional[Step]:
+  def _step_variable(self) -> Step | None:
     return self.step
 
   def make_cell(self) -> Cell:
@@ -773,8 +770,8 @@ class VCRNN(CellModule):
         kernel_init=self.kernel_init, recurrent_init=self.recurrent_init,
         bias_init=self.bias_init, param_dtype=self.param_dtype)
 
-  def set_view(self, deterministic: Optional[bool] = None,
-               hard: Optional[bool] = None) -> None:
+  def set_view(self, deterministic: bool | None = None,
+               hard: bool | None = None) -> None:
     """What ``nnx.view(model, deterministic=..., hard=...)`` sets."""
     super().set_view(deterministic=deterministic)
     if hard is not None:
@@ -831,7 +828,7 @@ class Stack(CellModule):
     # pylint: disable=protected-access
     return bool(self.dropout) or any(m._uses_key() for m in self.layers)
 
-  def _step_variable(self) -> Optional[Step]:
+  def _step_variable(self) -> Step | None:
     # pylint: disable=protected-access
     steps = [m._step_variable() for m in self.layers]
     return next((s for s in steps if s is not None), None)
@@ -862,11 +859,10 @@ class ACT(CellModule):
     out.output, out.ponder                             # (2, 5, 10), (2, 5)
   """
 
-  def __init__(self, cell: CellModule, output_size: Optional[int] = None, *,
+  def __init__(self, cell: CellModule, output_size: int | None = None, *,
                max_steps: int = 100, epsilon: float = 0.01,
                halting_bias: float = 1.0,
-               halt_features: Optional[Callable[[Any, jax.Array],
-                                                jax.Array]] = None,
+               halt_features: Callable[[Any, jax.Array], jax.Array] | None = None,
                loop: loops.LoopConfig | str = loops.LoopConfig(),
                kernel_init: Initializer = _common.default_kernel_init,
                param_dtype: Any = None, deterministic: bool = False,
@@ -892,7 +888,7 @@ class ACT(CellModule):
   def _uses_key(self) -> bool:
     return self.cell._uses_key()  # pylint: disable=protected-access
 
-  def _step_variable(self) -> Optional[Step]:
+  def _step_variable(self) -> Step | None:
     return self.cell._step_variable()  # pylint: disable=protected-access
 
   def make_cell(self) -> Cell:
@@ -942,10 +938,10 @@ class RNN(nnx.Module):
     self.return_carry = return_carry
 
   def __call__(self, inputs: jax.Array, *, initial_carry: Any = None,
-               seq_lengths: Optional[jax.Array] = None,
-               return_carry: Optional[bool] = None,
-               time_major: Optional[bool] = None,
-               context: Optional[Context] = None):
+               seq_lengths: jax.Array | None = None,
+               return_carry: bool | None = None,
+               time_major: bool | None = None,
+               context: Context | None = None):
     """Applies the cell to every step of ``inputs``.
 
     Args:

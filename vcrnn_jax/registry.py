@@ -23,14 +23,13 @@ ValueError: cell 'gru' takes no option 'max_depth'; it takes ...
 ACT is not in the table: it wraps any of these (:func:`vcrnn_jax.act.adaptive`).
 """
 
+from collections.abc import Callable
 import dataclasses
 import inspect
 import math
-from typing import Any, Callable, Optional
+from typing import Any
 
-from vcrnn_jax import cells
-from vcrnn_jax import rehn
-from vcrnn_jax import vc
+from vcrnn_jax import cells, rehn, vc
 from vcrnn_jax.core import Cell, check_positive_int
 
 
@@ -70,7 +69,7 @@ def _srehn(hidden_size: int, *, max_depth: int = 10, **options) -> Cell:
   return rehn.srehn(hidden_size, max_depth, **options)
 
 
-def _ei_rehn(hidden_size: int, *, hyper_size: Optional[int] = None,
+def _ei_rehn(hidden_size: int, *, hyper_size: int | None = None,
              max_depth: int = 10, **options) -> Cell:
   # D_z = ceil(D_h / 2): what the paper's parameter counts imply.
   hyper = hyper_size or math.ceil(check_positive_int('hidden_size',

@@ -30,9 +30,10 @@ References:
   2017. arXiv:1607.03474.
 """
 
+from collections.abc import Callable
 import functools
 import math
-from typing import Any, Callable, NamedTuple, Optional
+from typing import Any, NamedTuple
 
 import jax
 from jax import lax
@@ -40,8 +41,13 @@ import jax.numpy as jnp
 
 from vcrnn_jax import loops
 from vcrnn_jax.cells import _common
-from vcrnn_jax.core import (Cell, Context, as_context, check_apply_args,
-                            check_positive_int)
+from vcrnn_jax.core import (
+  Cell,
+  Context,
+  as_context,
+  check_apply_args,
+  check_positive_int,
+)
 
 
 class RHNState(NamedTuple):
@@ -76,8 +82,8 @@ def _check_float(name: str, value: Any) -> float:
 
 def _dropout_masks(context: Context, batch: int, input_size: int,
                    hidden_size: int, input_rate: float, state_rate: float,
-                   dtype: Any) -> tuple[Optional[jax.Array],
-                                        Optional[jax.Array]]:
+                   dtype: Any) -> tuple[jax.Array | None,
+                                        jax.Array | None]:
   """Inverted-dropout masks ``([batch, input_size], [batch, hidden_size])``.
 
   ``None`` for a mask whose rate is 0 or when there is no key. The input and
@@ -98,7 +104,7 @@ def _dropout_masks(context: Context, batch: int, input_size: int,
           mask(1, (batch, hidden_size), state_rate))
 
 
-def _drop(a: jax.Array, mask: Optional[jax.Array]) -> jax.Array:
+def _drop(a: jax.Array, mask: jax.Array | None) -> jax.Array:
   return a if mask is None else a * mask
 
 
@@ -433,7 +439,7 @@ class _Inputs(NamedTuple):
   """Per-row loop inputs, gathered with the rows when they are compacted."""
   u: jax.Array                  # [batch, 2 D] W_x x_t, read at r = 1 only
   alpha_t: jax.Array            # [batch, D] alpha_t of Eq. 14
-  mask_h: Optional[jax.Array]   # [batch, D] state dropout mask, or None
+  mask_h: jax.Array | None   # [batch, D] state dropout mask, or None
 
 
 # (shared params, hm, u, extra) -> (s, g_hat, new extra). ``hm`` is

@@ -1,6 +1,6 @@
 """Running a cell over time."""
 
-from typing import Any, Optional
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -40,9 +40,9 @@ def unroll(
     params: Any,
     state: Any,
     xs: jax.Array,
-    lengths: Optional[jax.Array] = None,
+    lengths: jax.Array | None = None,
     *,
-    context: Optional[Context] = None,
+    context: Context | None = None,
 ) -> tuple[Any, Any]:
   """Applies ``cell`` to every time step of ``xs`` with ``lax.scan``.
 

@@ -32,8 +32,9 @@ References:
   Networks, ICLR 2017. arXiv:1611.06188.
 """
 
+from collections.abc import Callable, Sequence
 import math
-from typing import Any, Callable, NamedTuple, Optional, Sequence, Union
+from typing import Any, NamedTuple
 
 import jax
 from jax import lax
@@ -43,8 +44,13 @@ import numpy as np
 from vcrnn_jax.cells import _common
 from vcrnn_jax.cells.elman import ElmanState
 from vcrnn_jax.cells.gru import GRUState
-from vcrnn_jax.core import (Cell, Context, as_context, check_apply_args,
-                            check_positive_int)
+from vcrnn_jax.core import (
+  Cell,
+  Context,
+  as_context,
+  check_apply_args,
+  check_positive_int,
+)
 
 # step (int32 scalar array) -> sharpness lambda, as an optax schedule.
 Schedule = Callable[[jax.Array], jax.Array]
@@ -457,12 +463,12 @@ def _vc_docstring(doc: str) -> str:
 def vcrnn(
     hidden_size: int,
     *,
-    sharpness: Union[float, Schedule] = 1.0,
+    sharpness: float | Schedule = 1.0,
     epsilon: float = 0.01,
     scheduler_bias: float = 0.0,
     scheduler_init: _common.Initializer = jax.nn.initializers.zeros,
     hard: bool = False,
-    block_sizes: Union[int, Sequence[int]] = 8,
+    block_sizes: int | Sequence[int] = 8,
     batch_groups: int = 1,
     kernel_init: _common.Initializer = _common.default_kernel_init,
     recurrent_init: _common.Initializer = _common.default_recurrent_init,
@@ -594,12 +600,12 @@ vcrnn.__doc__ = _vc_docstring(vcrnn.__doc__)
 def vcgru(
     hidden_size: int,
     *,
-    sharpness: Union[float, Schedule] = 1.0,
+    sharpness: float | Schedule = 1.0,
     epsilon: float = 0.01,
     scheduler_bias: float = 0.0,
     scheduler_init: _common.Initializer = jax.nn.initializers.zeros,
     hard: bool = False,
-    block_sizes: Union[int, Sequence[int]] = 8,
+    block_sizes: int | Sequence[int] = 8,
     batch_groups: int = 1,
     kernel_init: _common.Initializer = _common.default_kernel_init,
     recurrent_init: _common.Initializer = _common.default_recurrent_init,
@@ -725,7 +731,7 @@ vcgru.__doc__ = _vc_docstring(vcgru.__doc__)
 
 def penalty(m: jax.Array, target: Any, *, norm: str = 'l1',
             symmetric: bool = True,
-            mask: Optional[jax.Array] = None) -> jax.Array:
+            mask: jax.Array | None = None) -> jax.Array:
   r"""The scheduler penalty :math:`\Omega(m, \bar m)` of Eq. 10, per sequence.
 
   .. math::
@@ -864,7 +870,7 @@ def _check_dims(dims, hidden_size, cell_name):
 
 
 def multiplications(cell_name: str, hidden_size: int, dims: Any = None, *,
-                    input_size: Optional[int] = None) -> Any:
+                    input_size: int | None = None) -> Any:
   r"""Multiplications with possibly non-zero operands in one step.
 
   The paper's cost (Sec. 4.1: "the number of multiplications involving

@@ -18,15 +18,17 @@ are in :mod:`vcrnn_jax.papers` (``act.plots``, ``rehn.plots``,
 ``vc.plots``).
 """
 
+from collections.abc import Mapping, Sequence
 import logging
 import math
 import pathlib
+from typing import Any
 import unicodedata
-from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 
 from vcrnn_jax.core import check_positive_int
+
 
 def matplotlib_api():
   """Imports matplotlib's object API, with a clear error if it is missing."""
@@ -35,8 +37,7 @@ def matplotlib_api():
   logging.getLogger('matplotlib.font_manager').setLevel(logging.WARNING)
   try:
     # pylint: disable=g-import-not-at-top
-    from matplotlib import colors
-    from matplotlib import cm
+    from matplotlib import cm, colors
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
   except ImportError as e:
@@ -112,8 +113,7 @@ def _drawable(labels: list[str]) -> list[str]:
   """``labels`` with characters the monospace font lacks replaced by ``?``."""
   matplotlib_api()
   # pylint: disable=g-import-not-at-top
-  from matplotlib import font_manager
-  from matplotlib import ft2font
+  from matplotlib import font_manager, ft2font
   font = ft2font.FT2Font(font_manager.findfont('monospace'))
   # Index 0 is the font's 'missing glyph': matplotlib would warn and draw a box.
   return [l if not l or all(font.get_char_index(ord(c)) for c in l) else '?'
@@ -141,7 +141,7 @@ def symbol_labels(symbols: Sequence[Any]) -> list[str]:
 def plot_over_text(labels: Sequence[str], values: Sequence[float], path, *,
                    ylabel: str, title: str, xlabel: str = 'input symbol',
                    chars_per_row: int = 80,
-                   base: Optional[float] = None) -> pathlib.Path:
+                   base: float | None = None) -> pathlib.Path:
   """A value per symbol along a text: a bar above each symbol's label.
 
   The text runs along the x axis, wrapped into rows of ``chars_per_row``

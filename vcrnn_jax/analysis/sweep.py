@@ -8,10 +8,11 @@ every invocation that the sweep's shared settings did not change
 :mod:`vcrnn_jax.papers.act.sweep` is the ACT paper's tau grid on it.
 """
 
+from collections.abc import Callable, Mapping, Sequence
 import csv
 import json
 import pathlib
-from typing import Any, Callable, Mapping, Optional, Sequence
+from typing import Any
 
 import jax
 
@@ -105,7 +106,7 @@ def _parse_bool(text: str) -> bool:
   raise ValueError(f'not a boolean: {text!r}')
 
 
-def _parse_optional_float(text: str) -> Optional[float]:
+def _parse_optional_float(text: str) -> float | None:
   return None if str(text).strip() in ('', 'None') else float(text)
 
 
@@ -237,7 +238,7 @@ def enable_compilation_cache(directory, *, min_compile_seconds: float = 0.1
                     float(min_compile_seconds))
 
 
-def latest_step(run_dir: pathlib.Path) -> Optional[int]:
+def latest_step(run_dir: pathlib.Path) -> int | None:
   """The run's latest complete checkpoint step (None: not started)."""
   ckpt_dir = run_dir / 'checkpoints'
   if not ckpt_dir.is_dir():   # Checkpointer would create it.
@@ -271,7 +272,7 @@ def add_wall_seconds(run_dir: pathlib.Path, seconds: float, *,
 
 
 def final_metrics_from_log(run_dir: pathlib.Path, step: int
-                            ) -> Optional[dict]:
+                            ) -> dict | None:
   try:
     records = read_metrics(run_dir)
   except (FileNotFoundError, ValueError):

@@ -1,12 +1,20 @@
 """Stacked recurrent layers as one cell."""
 
-from typing import Any, NamedTuple, Sequence
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
-from vcrnn_jax.core import (Cell, as_context, cell_output, check_positive_int,
-                            fold_in, param_dtype_of, shape_probe_context)
+from vcrnn_jax.core import (
+  Cell,
+  as_context,
+  cell_output,
+  check_positive_int,
+  fold_in,
+  param_dtype_of,
+  shape_probe_context,
+)
 
 
 class StackOutput(NamedTuple):

@@ -11,22 +11,18 @@ Names: ``ptb_word``, ``ptb_char``, ``ptb_bit``, ``text8``, ``enwik8``, ``text``
 (:mod:`vcrnn_jax.data.download`), fetching and verifying on first use.
 """
 
-from vcrnn_jax.data import batching
-from vcrnn_jax.data import download
-from vcrnn_jax.data.batching import bptt_arrays
-from vcrnn_jax.data.batching import bptt_batches
-from vcrnn_jax.data.batching import eval_batches
-from vcrnn_jax.data.batching import num_bptt_batches
-from vcrnn_jax.data.batching import random_windows
-from vcrnn_jax.data.batching import shuffled_batches
-from vcrnn_jax.data.dataset import Dataset
-from vcrnn_jax.data.dataset import SPLITS
-from vcrnn_jax.data.dataset import Vocab
-from vcrnn_jax.data.download import ChecksumError
-from vcrnn_jax.data.download import DownloadError
-from vcrnn_jax.data.registry import load
-from vcrnn_jax.data.registry import load_or_exit
-from vcrnn_jax.data.registry import names
+from vcrnn_jax.data import batching, download
+from vcrnn_jax.data.batching import (
+    bptt_arrays,
+    bptt_batches,
+    eval_batches,
+    num_bptt_batches,
+    random_windows,
+    shuffled_batches,
+)
+from vcrnn_jax.data.dataset import SPLITS, Dataset, Vocab
+from vcrnn_jax.data.download import ChecksumError, DownloadError
+from vcrnn_jax.data.registry import load, load_or_exit, names
 
 __all__ = [
     'ChecksumError',

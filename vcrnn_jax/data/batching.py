@@ -19,8 +19,8 @@ Three layouts:
   exactly once.
 """
 
+from collections.abc import Iterator
 import math
-from typing import Iterator
 
 import jax
 import jax.numpy as jnp

@@ -14,12 +14,13 @@ language model sees the boundary. ``uci_har`` stores ``(inputs, labels)`` pairs
 and has no vocabulary.
 """
 
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 import math
 import os
 import pathlib
 import types
+from typing import Any, NamedTuple
 import zipfile
-from typing import Any, Hashable, Iterable, Mapping, NamedTuple, Sequence
 
 import numpy as np
 

@@ -27,6 +27,7 @@ internal mirror.
 """
 
 import argparse
+from collections.abc import Sequence
 import contextlib
 import ftplib
 import hashlib
@@ -37,10 +38,10 @@ import shutil
 import sys
 import tarfile
 import tempfile
+from typing import NamedTuple
 import urllib.parse
 import zipfile
 import zlib
-from typing import NamedTuple, Sequence
 
 from vcrnn_jax.data import har
 

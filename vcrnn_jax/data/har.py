@@ -13,9 +13,9 @@ Each signal file has one 128-step window (2.56 s at 50 Hz) per line. The
 561-feature ``X_*.txt`` files are not used.
 """
 
+from collections.abc import Sequence
 import pathlib
 import zipfile
-from typing import Sequence
 
 import numpy as np
 

@@ -13,15 +13,14 @@ verified on first use, see :mod:`vcrnn_jax.data.download`); with a
 ``data_dir`` nothing is ever downloaded.
 """
 
+from collections.abc import Callable
 import inspect
 import pathlib
 import sys
-from typing import Any, Callable
+from typing import Any
 
 from vcrnn_jax.data import download as download_lib
-from vcrnn_jax.data import har
-from vcrnn_jax.data import text
-from vcrnn_jax.data import thesession
+from vcrnn_jax.data import har, text, thesession
 from vcrnn_jax.data.dataset import Dataset, PathLike
 
 _LOADERS: dict[str, Callable[..., Dataset]] = {

@@ -13,8 +13,8 @@ Usage (through the registry)::
 """
 
 import collections
+from collections.abc import Sequence
 import pathlib
-from typing import Sequence
 
 import numpy as np
 

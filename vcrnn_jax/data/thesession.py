@@ -27,9 +27,9 @@ smaller. With the default ``pair_durations=False`` the symbols are the raw
 folk-rnn tokens (87 types on the shared file).
 """
 
+from collections.abc import Sequence
 import pathlib
 import re
-from typing import Sequence
 
 import numpy as np
 

@@ -21,13 +21,8 @@ References:
 import inspect
 from typing import Any
 
-from vcrnn_jax.tasks import addition
-from vcrnn_jax.tasks import elastic_depth
-from vcrnn_jax.tasks import logic
-from vcrnn_jax.tasks import parity
-from vcrnn_jax.tasks import sort
-from vcrnn_jax.tasks.base import Batch
-from vcrnn_jax.tasks.base import Task
+from vcrnn_jax.tasks import addition, elastic_depth, logic, parity, sort
+from vcrnn_jax.tasks.base import Batch, Task
 
 _FACTORIES = {
     'parity': parity.task,
@@ -69,4 +64,5 @@ def get(name: str, **kwargs: Any) -> Task:
 
 
 __all__ = [
-    'Batch', 'Task', 'NAMES', 'get', 'addition', 'logic', 'parity', 'sort']
+    'Batch', 'Task', 'NAMES', 'get', 'addition', 'elastic_depth', 'logic',
+    'parity', 'sort']

@@ -45,7 +45,6 @@ References:
 """
 
 import functools
-from typing import Optional
 
 import jax
 import jax.numpy as jnp
@@ -108,8 +107,8 @@ def cumulative_sum_classes(digits: jax.Array, num_outputs: int) -> jax.Array:
 # the drawing is jitted with them static, so an eager call compiles once (not
 # op by op) and tasks with equal settings share the compiled function.
 @functools.partial(jax.jit, static_argnums=(1, 2, 3, 4, 5))
-def _draw(key: jax.Array, batch_size: int, difficulty: Optional[int],
-          seq_len: Optional[int], max_len: int,
+def _draw(key: jax.Array, batch_size: int, difficulty: int | None,
+          seq_len: int | None, max_len: int,
           max_digits: int) -> base.Batch:
   """Draws an addition batch from validated arguments (see :func:`task`)."""
   num_outputs = num_sum_digits(max_len, max_digits)
@@ -168,8 +167,8 @@ def task(max_len: int = 5, max_digits: int = 5) -> base.Task:
   output_size = NUM_CLASSES * num_outputs
 
   def sample(key: jax.Array, batch_size: int, *,
-             difficulty: Optional[int] = None,
-             seq_len: Optional[int] = None) -> base.Batch:
+             difficulty: int | None = None,
+             seq_len: int | None = None) -> base.Batch:
     """Checks the arguments and draws a Batch (see the factory's docstring)."""
     batch_size = base.check_int('batch_size', batch_size, 1)
     difficulty = base.check_optional_int('difficulty', difficulty, 1,

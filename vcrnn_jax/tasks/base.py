@@ -33,9 +33,10 @@ References:
   arXiv:1603.08983.
 """
 
+from collections.abc import Callable, Sequence
 import math
 import numbers
-from typing import Any, Callable, NamedTuple, Optional, Sequence
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -84,7 +85,7 @@ class Task(NamedTuple):
 
 
 def check_int(name: str, value: Any, low: int,
-              high: Optional[int] = None) -> int:
+              high: int | None = None) -> int:
   """Returns ``value`` as an int in ``[low, high]``, or raises ``ValueError``.
 
   Args:
@@ -111,7 +112,7 @@ def check_int(name: str, value: Any, low: int,
 
 
 def check_optional_int(name: str, value: Any, low: int,
-                       high: int) -> Optional[int]:
+                       high: int) -> int | None:
   """Like :func:`check_int`, but None (meaning 'sample it') passes through."""
   if value is None:
     return None
@@ -149,7 +150,7 @@ def random_bits(key: jax.Array, batch_size: int,
 
 
 def uniform_ints(bits: jax.Array, low: int, high: int,
-                 forced: Optional[int] = None) -> jax.Array:
+                 forced: int | None = None) -> jax.Array:
   """Int32 uniform on ``[low, high]`` (inclusive) from uint32 ``bits``.
 
   Uses ``bits mod (high - low + 1)``, whose bias (at most ``(high - low + 1) /

@@ -161,7 +161,7 @@ def generate(
   hs[:, 0] = h
   for t in range(steps):
     noise = rng.normal(0.0, std, size=(n, r_cap, 2))
-    h, depth[:, t], xs[:, t] = _step(h, lambda r: noise[:, r], r_max,
+    h, depth[:, t], xs[:, t] = _step(h, lambda r, noise=noise: noise[:, r], r_max,
                                      rotation)
     hs[:, t + 1] = h
   return Sequences(x=xs, depth=depth, h=hs)
@@ -225,7 +225,7 @@ def noise_floor(
   variances = []
   for t in range(start, steps):
     h = np.repeat(seqs.h[:, t][:, None], samples, axis=1)      # [n, S, 2]
-    _, _, x = _step(h, lambda r: rng.normal(0.0, std, h.shape), r_max,
+    _, _, x = _step(h, lambda r, h=h: rng.normal(0.0, std, h.shape), r_max,
                     rotation)
     variances.append(np.var(x, axis=1, ddof=1).mean())
   return float(np.mean(variances))

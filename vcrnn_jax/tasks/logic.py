@@ -56,7 +56,6 @@ References:
 """
 
 import functools
-from typing import Optional
 
 import jax
 import jax.numpy as jnp
@@ -149,8 +148,8 @@ def evaluate(b0: jax.Array, b1: jax.Array, gates: jax.Array,
 # the drawing is jitted with them static, so an eager call compiles once (not
 # op by op) and tasks with equal settings share the compiled function.
 @functools.partial(jax.jit, static_argnums=(1, 2, 3, 4, 5))
-def _draw(key: jax.Array, batch_size: int, difficulty: Optional[int],
-          seq_len: Optional[int], max_len: int, num_gates: int) -> base.Batch:
+def _draw(key: jax.Array, batch_size: int, difficulty: int | None,
+          seq_len: int | None, max_len: int, num_gates: int) -> base.Batch:
   """Draws a logic batch from validated arguments (see :func:`task`)."""
   shape = (batch_size, max_len)
   length_bits, count_bits, gate_bits, bit_bits = base.random_bits(
@@ -215,8 +214,8 @@ def task(max_len: int = 10, num_gates: int = 10) -> base.Task:
   input_size = 2 + NUM_GATE_TYPES * num_gates
 
   def sample(key: jax.Array, batch_size: int, *,
-             difficulty: Optional[int] = None,
-             seq_len: Optional[int] = None) -> base.Batch:
+             difficulty: int | None = None,
+             seq_len: int | None = None) -> base.Batch:
     """Checks the arguments and draws a Batch (see the factory's docstring)."""
     batch_size = base.check_int('batch_size', batch_size, 1)
     difficulty = base.check_optional_int('difficulty', difficulty, 1, num_gates)

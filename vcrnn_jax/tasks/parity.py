@@ -45,7 +45,6 @@ References:
 """
 
 import functools
-from typing import Optional
 
 import jax
 import jax.numpy as jnp
@@ -70,7 +69,7 @@ def parity_targets(x: jax.Array) -> jax.Array:
 # the drawing is jitted with them static, so an eager call compiles once (not
 # op by op) and tasks with equal settings share the compiled function.
 @functools.partial(jax.jit, static_argnums=(1, 2, 3, 4))
-def _draw(key: jax.Array, batch_size: int, difficulty: Optional[int],
+def _draw(key: jax.Array, batch_size: int, difficulty: int | None,
           bits: int, layout: str) -> base.Batch:
   """Draws a parity batch from validated arguments (see :func:`task`)."""
   count_bits, noise, sign_bits = base.random_bits(
@@ -131,8 +130,8 @@ def task(bits: int = 64, layout: str = 'prefix') -> base.Task:
     raise ValueError(f'layout must be one of {list(LAYOUTS)}, got {layout!r}.')
 
   def sample(key: jax.Array, batch_size: int, *,
-             difficulty: Optional[int] = None,
-             seq_len: Optional[int] = None) -> base.Batch:
+             difficulty: int | None = None,
+             seq_len: int | None = None) -> base.Batch:
     """Checks the arguments and draws a Batch (see the factory's docstring)."""
     batch_size = base.check_int('batch_size', batch_size, 1)
     difficulty = base.check_optional_int('difficulty', difficulty, 1, bits)

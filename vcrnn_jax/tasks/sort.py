@@ -36,7 +36,6 @@ References:
 """
 
 import functools
-from typing import Optional
 
 import jax
 import jax.numpy as jnp
@@ -78,7 +77,7 @@ def sorted_index_targets(values: jax.Array, lengths: jax.Array,
 # the drawing is jitted with them static, so an eager call compiles once (not
 # op by op) and tasks with equal settings share the compiled function.
 @functools.partial(jax.jit, static_argnums=(1, 2, 3, 4))
-def _draw(key: jax.Array, batch_size: int, num_values: Optional[int],
+def _draw(key: jax.Array, batch_size: int, num_values: int | None,
           min_len: int, max_len: int) -> base.Batch:
   """Draws a sort batch from validated arguments (see :func:`task`)."""
   num_steps = 2 * max_len
@@ -136,8 +135,8 @@ def task(min_len: int = 2, max_len: int = 15) -> base.Task:
   num_steps = 2 * max_len
 
   def sample(key: jax.Array, batch_size: int, *,
-             difficulty: Optional[int] = None,
-             seq_len: Optional[int] = None) -> base.Batch:
+             difficulty: int | None = None,
+             seq_len: int | None = None) -> base.Batch:
     """Checks the arguments and draws a Batch (see the factory's docstring)."""
     batch_size = base.check_int('batch_size', batch_size, 1)
     difficulty = base.check_optional_int('difficulty', difficulty, 1, max_len)

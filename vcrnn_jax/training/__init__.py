@@ -3,17 +3,17 @@ and the experiment builders every paper shares (language models, fixed
 arrays). Nothing here is named for a paper (see :mod:`vcrnn_jax.papers`)."""
 
 from vcrnn_jax.training.checkpoint import Checkpointer
-from vcrnn_jax.training.metric_writer import MetricsWriter
-from vcrnn_jax.training.metric_writer import read_metrics
-from vcrnn_jax.training.progress import Progress
-from vcrnn_jax.training.progress import summary_table
-from vcrnn_jax.training.train import Experiment
-from vcrnn_jax.training.train import StepInfo
-from vcrnn_jax.training.train import TrainConfig
-from vcrnn_jax.training.train import TrainingDiverged
-from vcrnn_jax.training.train import TrainResult
-from vcrnn_jax.training.train import TrainState
-from vcrnn_jax.training.train import train_and_evaluate
+from vcrnn_jax.training.metric_writer import MetricsWriter, read_metrics
+from vcrnn_jax.training.progress import Progress, summary_table
+from vcrnn_jax.training.train import (
+           Experiment,
+           StepInfo,
+           TrainConfig,
+           TrainingDiverged,
+           TrainResult,
+           TrainState,
+           train_and_evaluate,
+)
 
 __all__ = ['Checkpointer', 'Experiment', 'MetricsWriter', 'Progress',
            'StepInfo', 'TrainConfig', 'TrainResult', 'TrainState',

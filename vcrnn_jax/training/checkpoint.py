@@ -32,6 +32,7 @@ Design notes:
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 import contextlib
 import gc
 import logging
@@ -40,9 +41,8 @@ import os
 import pathlib
 import sys
 import time
-import zlib
-from collections.abc import Iterator, Sequence
 from typing import Any
+import zlib
 
 import jax
 import jax.numpy as jnp
@@ -428,7 +428,7 @@ class Checkpointer:
         step, args=ocp.args.Composite(**{_META_ITEM: ocp.args.JsonRestore()})
     )[_META_ITEM]
     if not isinstance(meta, dict) or meta.get('format') != _FORMAT:
-      raise IOError(
+      raise OSError(
           f'manifest is missing or has an unknown format: {meta!r:.80}')
     manifest = meta['leaves']
     # Leaves are matched by their key path, so a checkpoint whose leaves
@@ -463,7 +463,7 @@ class Checkpointer:
       if (list(value.shape) != entry['shape']
           or value.dtype.name != entry['dtype']
           or _crc32(value) != entry['crc32']):
-        raise IOError(f'checksum mismatch for leaf {entry["path"]}')
+        raise OSError(f'checksum mismatch for leaf {entry["path"]}')
       leaves.append(_to_target(value, entry, target))
     return leaves
 

@@ -42,6 +42,7 @@ Example (two processes on one machine)::
       --coordinator_address=127.0.0.1:12345 --num_processes=2 --process_id=1
 """
 
+from collections.abc import Callable, Sequence
 import inspect
 import itertools
 import json
@@ -54,7 +55,6 @@ import sys
 import threading
 import time
 import uuid
-from typing import Callable, Optional, Sequence
 
 import jax
 from jax._src import distributed as jax_distributed
@@ -282,7 +282,7 @@ class _Run:
   # -- the main thread ------------------------------------------------------
 
   def gather(self, parts: Sequence, what: str,
-             timeout_s: Optional[float] = AGREE_TIMEOUT_S,
+             timeout_s: float | None = AGREE_TIMEOUT_S,
              poll_s: float = 0.05) -> list:
     """Every process's value under ``<parts>/<process>``, once all are set.
 
@@ -341,7 +341,7 @@ class _Run:
     now = time.monotonic()
     return now - self.beat_seen.get(j, (None, now))[1]
 
-  def peer_problem(self, grace_s: float) -> Optional[str]:
+  def peer_problem(self, grace_s: float) -> str | None:
     """What a peer did, if anything, that explains an error seen here."""
     deadline = time.monotonic() + grace_s
     while True:
@@ -466,7 +466,7 @@ class Processes:
     """
     del message
 
-  def peer_failure(self, error: BaseException) -> Optional[str]:
+  def peer_failure(self, error: BaseException) -> str | None:
     """The failure of a peer that explains ``error`` here, as one line.
 
     Looks for a peer's message (:meth:`abort_peers`), a lost coordinator or
@@ -580,7 +580,7 @@ class _MultiProcess(Processes):
   def abort_peers(self, message: str) -> None:
     self._run.abort(message)
 
-  def peer_failure(self, error: BaseException) -> Optional[str]:
+  def peer_failure(self, error: BaseException) -> str | None:
     text = f'{type(error).__name__}: {error}'
     grace = GRACE_S if _LOST_PEER.search(text) else 0.0
     return self._run.peer_problem(grace)
@@ -621,9 +621,9 @@ def _start_timer(timeout_s: float, message: Callable[[], str]
   return done
 
 
-def initialize(coordinator_address: Optional[str] = None,
-               num_processes: Optional[int] = None,
-               process_id: Optional[int] = None, *,
+def initialize(coordinator_address: str | None = None,
+               num_processes: int | None = None,
+               process_id: int | None = None, *,
                auto: bool = False,
                timeout_s: float = CONNECT_TIMEOUT_S,
                error_prefix: str = '') -> Processes:

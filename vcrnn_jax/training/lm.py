@@ -28,9 +28,10 @@ It reports bits per symbol (``bpc``: per character, per bit or per word),
 ``perplexity`` (``2 ** bpc``) and the mean of each per-step statistic.
 """
 
+from collections.abc import Callable, Iterable, Mapping
 import functools
 import math
-from typing import Any, Callable, Iterable, Mapping, NamedTuple, Optional
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -118,7 +119,7 @@ def _forward(model: SequenceModel, params, windows: jax.Array,
   return _nll(logits, targets), ys, final
 
 
-def _loss_terms(model: SequenceModel, regularizer: Optional[Regularizer],
+def _loss_terms(model: SequenceModel, regularizer: Regularizer | None,
                 statistics: Statistics, params, windows: jax.Array,
                 context: Context, state=None) -> tuple[jax.Array, dict, Any]:
   """The training loss of a batch of windows (VCRNN Eq. 1 plus the
@@ -225,7 +226,7 @@ def _accumulate(sums: Iterable[tuple]) -> tuple[float, dict, int]:
 
 
 def _summary(nll: float, stats: dict, count: int,
-             derived: Optional[Derived]) -> dict:
+             derived: Derived | None) -> dict:
   """The metrics of an evaluation from its sums: ``bpc``, ``perplexity``,
   the mean of each statistic and the ``derived`` metrics."""
   out = {'bpc': bits_per_symbol(nll, count)}
@@ -238,7 +239,7 @@ def _summary(nll: float, stats: dict, count: int,
 
 def _stream_evaluator(model: SequenceModel, window_sums: Callable[..., tuple],
                       batch_size: int, seq_len: int,
-                      derived: Optional[Derived]) -> Callable[..., dict]:
+                      derived: Derived | None) -> Callable[..., dict]:
   """``evaluate_stream(params, stream, step=None)``: contiguous windows of
   :func:`bptt_rows`, the state carried across, every symbol counted once."""
   def evaluate_stream(params, stream, step=None):
@@ -262,7 +263,7 @@ def _stream_evaluator(model: SequenceModel, window_sums: Callable[..., tuple],
 def _held_out_evaluator(model: SequenceModel,
                         window_sums: Callable[..., tuple],
                         held_out: np.ndarray, batch_size: int,
-                        derived: Optional[Derived]) -> Callable[..., dict]:
+                        derived: Derived | None) -> Callable[..., dict]:
   """``evaluate(params, step)`` over fixed windows ``held_out`` ``[N, T + 1]``
   (ACT's setting), each from a zero state, ``batch_size`` at a time."""
   def evaluate(params, step):
@@ -311,13 +312,13 @@ def lm_experiment(
     seq_len: int,
     mode: str = 'bptt',
     eval_mode: str = 'stream',
-    eval_batch_size: Optional[int] = None,
-    eval_seq_len: Optional[int] = None,
+    eval_batch_size: int | None = None,
+    eval_seq_len: int | None = None,
     eval_windows: int = 64,
     eval_seed: int = 2**31 - 1,
-    regularizer: Optional[Regularizer] = None,
-    statistics: Optional[Statistics] = None,
-    derived: Optional[Derived] = None,
+    regularizer: Regularizer | None = None,
+    statistics: Statistics | None = None,
+    derived: Derived | None = None,
 ) -> LanguageModelTask:
   """A language-modelling :class:`Experiment` (see module docstring).
 

@@ -20,12 +20,12 @@ events: a killed run leaves every evaluation it logged in both.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 import json
 import math
 import os
 import pathlib
 import time
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -257,8 +257,7 @@ class _EventFile:
   def __init__(self, logdir: pathlib.Path, *, purge_step: int | None):
     # Imported here: tensorboardX pulls in protobuf, which only writers need.
     # pylint: disable=g-import-not-at-top
-    from tensorboardX import event_file_writer
-    from tensorboardX import summary
+    from tensorboardX import event_file_writer, summary
     from tensorboardX.proto import event_pb2
     # pylint: enable=g-import-not-at-top
     self._summary = summary

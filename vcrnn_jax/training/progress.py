@@ -16,13 +16,13 @@ the first step, which includes JIT compilation.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 import io
 import math
 import os
 import shutil
 import sys
 import time
-from collections.abc import Mapping
 from typing import Any, TextIO
 
 __all__ = ['Progress', 'summary_table']

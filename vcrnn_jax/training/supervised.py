@@ -20,8 +20,9 @@ Each evaluation reports every non-empty held-out split (``valid_*``,
 depth).
 """
 
+from collections.abc import Callable, Iterator, Mapping
 import functools
-from typing import Any, Callable, Iterator, Mapping, NamedTuple, Optional
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -245,7 +246,7 @@ def array_experiment(
     task: str,
     batch_size: int,
     eval_batch_size: int = 1000,
-    statistics: Optional[Statistics] = None,
+    statistics: Statistics | None = None,
 ) -> ArrayTask:
   """An :class:`Experiment` on fixed arrays (see module docstring).
 

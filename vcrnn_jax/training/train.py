@@ -22,24 +22,28 @@ are replicated, and XLA inserts the gradient all-reduce. Several processes
 devices: the same global batch, split over more devices.
 """
 
+from collections.abc import Callable, Mapping
 import dataclasses
 import math
 import pathlib
 import time
-from typing import Any, Callable, Mapping, NamedTuple, Optional
+from typing import Any, NamedTuple
 
 import jax
+from jax.experimental import multihost_utils
 import jax.numpy as jnp
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
 import numpy as np
 import optax
-from jax.experimental import multihost_utils
-from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from vcrnn_jax.core import check_positive_int
 from vcrnn_jax.training import distributed
 from vcrnn_jax.training.checkpoint import Checkpointer
-from vcrnn_jax.training.metric_writer import (METRICS_FILENAME, MetricsWriter,
-                                              read_metrics)
+from vcrnn_jax.training.metric_writer import (
+  METRICS_FILENAME,
+  MetricsWriter,
+  read_metrics,
+)
 from vcrnn_jax.training.progress import Progress, summary_table
 
 
@@ -75,7 +79,7 @@ class Experiment(NamedTuple):
   loss: Callable[..., tuple[jax.Array, Any]]
   sample: Callable[[jax.Array, Any], Any]
   evaluate: Callable[[Any, int], Mapping[str, float]]
-  init_carry: Optional[Callable[[int], Any]] = None
+  init_carry: Callable[[int], Any] | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,13 +112,13 @@ class TrainConfig:
   momentum: float = 0.0
   weight_decay: float = 0.0
   lr_decay: float = 1.0
-  lr_decay_start: Optional[int] = None
-  lr_decay_every: Optional[int] = None
-  grad_clip_norm: Optional[float] = None
+  lr_decay_start: int | None = None
+  lr_decay_every: int | None = None
+  grad_clip_norm: float | None = None
   lr_scales: tuple = ()   # ((key name, factor), ...), see the docstring
   clip_apart: tuple = ()  # key names clipped by their own norm
   eval_every: int = 1000
-  checkpoint_every: Optional[int] = None   # None: same as eval_every
+  checkpoint_every: int | None = None   # None: same as eval_every
   keep_checkpoints: int = 3
   log_every: int = 50
   seed: int = 0
@@ -566,7 +570,7 @@ class _Logbook:
   """
 
   def __init__(self, config: TrainConfig, workdir: pathlib.Path, start: int,
-               last_saved: Optional[int], clock: Callable[[], float]):
+               last_saved: int | None, clock: Callable[[], float]):
     chief = jax.process_index() == 0
     self.config, self.workdir, self.clock = config, workdir, clock
     self.writer = MetricsWriter(workdir, resume_step=start) if chief else None
@@ -580,7 +584,7 @@ class _Logbook:
     self.last_eval: dict = {}
     # The rate of an interval starts after its first step, so neither the
     # compilation nor the evaluation before it counts.
-    self.rate_ref: Optional[tuple[float, int]] = None
+    self.rate_ref: tuple[float, int] | None = None
 
   def say(self, line: str) -> None:
     if self.progress is not None:
@@ -684,7 +688,7 @@ def _print_summary(config, start, final_step, elapsed, devices, metrics,
 
 def train_and_evaluate(experiment: Experiment, config: TrainConfig,
                        workdir, *,
-                       on_checkpoint: Optional[Callable[[int], None]] = None,
+                       on_checkpoint: Callable[[int], None] | None = None,
                        clock: Callable[[], float] = time.perf_counter,
                        processes: distributed.Processes = distributed.LOCAL,
                        ) -> TrainResult:

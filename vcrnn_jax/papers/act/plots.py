@@ -20,9 +20,10 @@ Example::
   plots.plot_error_by_tau(rows, 'runs/sweep_parity/error_by_tau.png')
 """
 
+from collections.abc import Iterable, Mapping, Sequence
 import math
 import pathlib
-from typing import Any, Iterable, Mapping, Optional, Sequence, Union
+from typing import Any
 
 import numpy as np
 
@@ -52,7 +53,7 @@ def _as_bool(value: Any) -> bool:
   return bool(value)
 
 
-def _as_tau(value: Any) -> Optional[float]:
+def _as_tau(value: Any) -> float | None:
   if value is None:
     return None
   if isinstance(value, str) and value.strip() in ('', 'None'):
@@ -141,7 +142,7 @@ def _check_rows(rows: list[dict], what: str) -> None:
 
 
 def plot_error_by_tau(rows: Iterable[Mapping[str, Any]], path, *,
-                      title: Optional[str] = None) -> pathlib.Path:
+                      title: str | None = None) -> pathlib.Path:
   """Bar chart of the final sequence error per tau (ACT Figs 4/8/12/17).
 
   Bar height is the mean over seeds, the error bar the standard error of the
@@ -201,7 +202,7 @@ def plot_error_by_tau(rows: Iterable[Mapping[str, Any]], path, *,
 
 
 def plot_error_vs_ponder(rows: Iterable[Mapping[str, Any]], path, *,
-                         title: Optional[str] = None) -> pathlib.Path:
+                         title: str | None = None) -> pathlib.Path:
   """Sequence error against ponder (ACT Fig. 5 right).
 
   Small markers are runs, large ones the mean per tau, with standard-error
@@ -261,7 +262,7 @@ def plot_error_vs_ponder(rows: Iterable[Mapping[str, Any]], path, *,
 
 
 def plot_by_difficulty(rows: Iterable[Mapping[str, Any]], path, *,
-                       title: Optional[str] = None,
+                       title: str | None = None,
                        difficulty_label: str = 'difficulty') -> pathlib.Path:
   """Ponder and sequence error against difficulty (ACT Figs 6/10/14/19).
 
@@ -361,10 +362,10 @@ def plot_sweep(results: Sequence[Mapping[str, Any]],
 
 
 
-def plot_ponder_over_text(text_bytes: Union[bytes, str, Sequence[int]],
+def plot_ponder_over_text(text_bytes: bytes | str | Sequence[int],
                           ponder: Sequence[float], path, *,
                           chars_per_row: int = 80,
-                          title: Optional[str] = None) -> pathlib.Path:
+                          title: str | None = None) -> pathlib.Path:
   """Ponder time per character along a text (ACT Fig. 23).
 
   The text runs along the x axis (wrapped into rows of ``chars_per_row``

@@ -57,27 +57,36 @@ References:
   arXiv:1603.08983, Section 3.
 """
 
+from collections.abc import Callable, Iterable, Mapping, Sequence
 import dataclasses
 import decimal
 import math
 import pathlib
 import time
-from typing import (Any, Callable, Iterable, Mapping, NamedTuple, Optional,
-                    Sequence)
+from typing import (
+  Any,
+  NamedTuple,
+)
 
 import jax
 
-from vcrnn_jax import loops
-from vcrnn_jax import tasks
+from vcrnn_jax import loops, tasks
 from vcrnn_jax.analysis import sweep
-from vcrnn_jax.analysis.sweep import (DIVERGED_FILENAME, read_rows, run_key,
-                                      upsert_rows)
+from vcrnn_jax.analysis.sweep import (
+  DIVERGED_FILENAME,
+  read_rows,
+  run_key,
+  upsert_rows,
+)
 from vcrnn_jax.core import check_positive_int
 from vcrnn_jax.files import atomic_write
 from vcrnn_jax.papers.act import tasks as act_tasks
 from vcrnn_jax.training import distributed
-from vcrnn_jax.training.train import (TrainConfig, TrainingDiverged,
-                                      train_and_evaluate)
+from vcrnn_jax.training.train import (
+  TrainConfig,
+  TrainingDiverged,
+  train_and_evaluate,
+)
 
 RESULTS_FILENAME = 'results.csv'
 DIFFICULTY_FILENAME = 'difficulty.csv'
@@ -160,7 +169,7 @@ def format_tau(tau: float) -> str:
 class RunSpec(NamedTuple):
   """One run of the grid: ACT with penalty ``tau``, or the no-ACT baseline."""
   act: bool
-  tau: Optional[float]   # None for the baseline
+  tau: float | None   # None for the baseline
   seed: int
 
   @property
@@ -233,22 +242,22 @@ class SweepConfig:
   learning_rate: float
   eval_every: int
   difficulties: tuple[int, ...]
-  difficulty_seq_len: Optional[int] = None
+  difficulty_seq_len: int | None = None
   epsilon: float = 0.01
   halting_bias: float = 1.0
   loop: str = 'while'
-  compact_rows: Optional[int] = None
+  compact_rows: int | None = None
   ponder_slots: int = 8
   save_residuals: bool = False
-  checkpoint_every: Optional[int] = None
+  checkpoint_every: int | None = None
   keep_checkpoints: int = 2
-  grad_clip_norm: Optional[float] = None
+  grad_clip_norm: float | None = None
   optimizer: str = 'adam'
   momentum: float = 0.0
   weight_decay: float = 0.0
   lr_decay: float = 1.0
-  lr_decay_every: Optional[int] = None
-  lr_decay_start: Optional[int] = None
+  lr_decay_every: int | None = None
+  lr_decay_start: int | None = None
   eval_batch_size: int = 1000
   quiet: bool = False
 
@@ -275,7 +284,7 @@ def default_difficulties(task: str, task_kwargs: Mapping[str, Any]
 
 
 def default_config(task: str, *,
-                   task_kwargs: Optional[Mapping[str, Any]] = None,
+                   task_kwargs: Mapping[str, Any] | None = None,
                    **overrides: Any) -> SweepConfig:
   """The :class:`SweepConfig` of ``task`` with its paper defaults.
 
@@ -338,7 +347,7 @@ def model_config(config: SweepConfig, run: RunSpec) -> act_tasks.ModelConfig:
 
 
 def train_config(config: SweepConfig, run: RunSpec, *,
-                 quiet: Optional[bool] = None) -> TrainConfig:
+                 quiet: bool | None = None) -> TrainConfig:
   """The :class:`~vcrnn_jax.training.train.TrainConfig` of one run."""
   return TrainConfig(
       steps=config.steps, batch_size=config.batch_size,

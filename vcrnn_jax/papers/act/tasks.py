@@ -7,15 +7,14 @@ evaluation that reports the sequence error rate and the mean ponder on fixed
 held-out batches drawn from a key stream disjoint from training.
 """
 
-from typing import NamedTuple, Optional
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from vcrnn_jax import act as act_lib
-from vcrnn_jax import loops
-from vcrnn_jax import registry
+from vcrnn_jax import loops, registry
 from vcrnn_jax.core import check_positive_int
 from vcrnn_jax.models import sequence_model
 from vcrnn_jax.training.train import Experiment
@@ -180,7 +179,7 @@ def task_experiment(task, model: ModelConfig, *, batch_size: int,
 
 
 def evaluate_by_difficulty(task, model: ModelConfig, params, difficulties,
-                           *, batch_size: int = 1000, seq_len: Optional[int] = None,
+                           *, batch_size: int = 1000, seq_len: int | None = None,
                            seed: int = 2**31 - 2) -> list[dict]:
   """Sequence error and ponder per forced difficulty (ACT Fig. 6/10/14/19)."""
   net = build_model(task, model)

@@ -8,18 +8,24 @@
   models).
 """
 
+from collections.abc import Mapping, Sequence
 import pathlib
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any
 
 import numpy as np
 
 from vcrnn_jax.analysis import plots
-from vcrnn_jax.analysis.plots import check_layers, label_stride, layer_offsets
-from vcrnn_jax.analysis.plots import symbol_labels
+from vcrnn_jax.analysis.plots import (
+  check_layers,
+  label_stride,
+  layer_offsets,
+  symbol_labels,
+)
+
 
 def plot_depth_along_sequence(depths: Mapping[str, Sequence[float]], path, *,
                               title: str, ylabel: str = 'realized depth R_t',
-                              labels: Optional[Sequence[str]] = None
+                              labels: Sequence[str] | None = None
                               ) -> pathlib.Path:
   """A per-step value along one sequence, one line per layer (EI-REHN R_t).
 

@@ -13,24 +13,26 @@ calls into here and into :mod:`vcrnn_jax.training.supervised` and
 :mod:`vcrnn_jax.training.lm`.
 """
 
+from collections.abc import Callable, Mapping, Sequence
 import math
 import pathlib
 import time
-from typing import Any, Callable, Mapping, NamedTuple, Optional, Sequence
+from typing import Any, NamedTuple
 
 import jax
 import numpy as np
 
-from vcrnn_jax import cells
-from vcrnn_jax import loops
-from vcrnn_jax import registry
-from vcrnn_jax import rehn
+from vcrnn_jax import cells, loops, registry, rehn
 from vcrnn_jax.analysis import sweep
 from vcrnn_jax.core import Cell, check_positive_int
 from vcrnn_jax.models import symmetric_uniform
 from vcrnn_jax.training import metric_writer
-from vcrnn_jax.training.train import (Experiment, TrainConfig, TrainResult,
-                                      train_and_evaluate)
+from vcrnn_jax.training.train import (
+  Experiment,
+  TrainConfig,
+  TrainResult,
+  train_and_evaluate,
+)
 
 # The paper's six cells, by the names its binaries' --cell takes: 'rnn' is the
 # paper's word for the Elman cell (the registry's alias of 'elman').
@@ -44,10 +46,10 @@ class ModelSpec(NamedTuple):
   hidden_size: int                # D_h
   depth: int = 5                  # R of rhn/srhn (Table 1's counts: 5)
   max_depth: int = 10             # R_max of srehn/ei_rehn
-  hyper_size: Optional[int] = None   # D_z of ei_rehn; None: ceil(D_h / 2)
-  transform_bias: Optional[float] = None   # None: the cell's default
+  hyper_size: int | None = None   # D_z of ei_rehn; None: ceil(D_h / 2)
+  transform_bias: float | None = None   # None: the cell's default
   state_dropout: float = 0.0
-  init_scale: Optional[float] = None   # U(-s, s) weights (Zilly et al.: 0.04)
+  init_scale: float | None = None   # U(-s, s) weights (Zilly et al.: 0.04)
   loop: loops.LoopConfig = loops.LoopConfig()   # srehn/ei_rehn: cost only
 
   @property
@@ -198,7 +200,7 @@ def run_seeds(
     table_fields: Sequence[str] = (),
     train: Callable[..., TrainResult] = None,
     log: Callable[[str], None] = print,
-    run_metrics: Optional[Callable[[pathlib.Path], Mapping[str, float]]] = None,
+    run_metrics: Callable[[pathlib.Path], Mapping[str, float]] | None = None,
     settings: str = '',
     chief: bool = True,
 ) -> list[SeedResult]:
@@ -271,7 +273,7 @@ def _depth_in_name(model: str) -> int:
 
 
 def results_table(path, paper_table, *, metric: str, label: str,
-                  scale: float = 1.0, early_stopped: Optional[str] = None
+                  scale: float = 1.0, early_stopped: str | None = None
                   ) -> str:
   """The rows of a :func:`run_seeds` CSV as the paper's table, in Markdown.
 

@@ -35,16 +35,16 @@ References:
   Networks, ICLR 2017, Sec. 4.2 and 5.
 """
 
+from collections.abc import Mapping, Sequence
 import math
 import re
-from typing import Any, Mapping, NamedTuple, Optional, Sequence
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from vcrnn_jax import registry
-from vcrnn_jax import vc
+from vcrnn_jax import registry, vc
 from vcrnn_jax.core import Cell, check_positive_int
 from vcrnn_jax.models import language_model
 from vcrnn_jax.training import lm
@@ -87,7 +87,7 @@ class ModelSpec(NamedTuple):
   hidden_size: int
   steps_per_epoch: int = 1
   target: float = 0.5
-  boundary_target: Optional[float] = None
+  boundary_target: float | None = None
   penalty_weight: float = 1.0
   penalty_norm: str = 'l1'
   symmetric: bool = True
@@ -159,7 +159,7 @@ def elman_units(cell_name: str) -> float:
   return vc.rnn_equivalent_dim(cell_name, 1) ** 2
 
 
-def _penalty(spec: ModelSpec, bounds: Optional[jax.Array]):
+def _penalty(spec: ModelSpec, bounds: jax.Array | None):
   r"""The loss term :math:`\Omega` of Eq. 10, weighted, as a regularizer."""
 
   def regularizer(ys, inputs, step):
@@ -177,9 +177,9 @@ def _penalty(spec: ModelSpec, bounds: Optional[jax.Array]):
 
 def lm_task(spec: ModelSpec, train_stream, valid_stream, vocab_size: int, *,
             batch_size: int, seq_len: int,
-            boundary_ids: Optional[Sequence[int]] = None,
-            eval_batch_size: Optional[int] = None,
-            eval_seq_len: Optional[int] = None) -> lm.LanguageModelTask:
+            boundary_ids: Sequence[int] | None = None,
+            eval_batch_size: int | None = None,
+            eval_seq_len: int | None = None) -> lm.LanguageModelTask:
   r"""The language model of Sec. 5 on the shared LM trainer (truncated BPTT).
 
   The loss is the NLL of Eq. 1 summed over the window plus
@@ -247,7 +247,7 @@ def lm_task(spec: ModelSpec, train_stream, valid_stream, vocab_size: int, *,
 
 
 def top_dims_usage(m: Any, hidden_size: int, sharpness_value: float, *,
-                   epsilon: float = 0.01, top: Optional[int] = None
+                   epsilon: float = 0.01, top: int | None = None
                    ) -> np.ndarray:
   r"""How much the highest dimensions are updated at each step (Fig. 2).
 
@@ -360,7 +360,7 @@ def dominant_period(signal: Any, max_lag: int, min_lag: int = 2, *,
 
 
 def mean_by_class(values: Any, classes: Sequence[Any],
-                  order: Optional[Sequence[Any]] = None) -> dict:
+                  order: Sequence[Any] | None = None) -> dict:
   """Mean and count of a per-step value in each class (Table 2, Sec. 5.1).
 
   Args:
@@ -438,7 +438,7 @@ def word_groupings(tokens: Sequence[int], boundary_ids: Sequence[int]
 _PITCH = re.compile(r"^([=^_]*)([A-Ga-gz])([,']*)(.*)$")
 
 
-def note_length(token: str) -> Optional[float]:
+def note_length(token: str) -> float | None:
   """The length of a (pitch, length) symbol in units (``=d2`` -> 2.0).
 
   Durations as folk-rnn writes them: none (1 unit), ``2``, ``3/2``, ``/2``,

@@ -17,8 +17,9 @@ Example::
                             'm_over_text.png')
 """
 
+from collections.abc import Mapping, Sequence
 import pathlib
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -26,7 +27,7 @@ from vcrnn_jax.analysis import plots
 
 
 def plot_m_over_text(symbols: Sequence[Any], m: Sequence[float], path, *,
-                     title: Optional[str] = None, chars_per_row: int = 80,
+                     title: str | None = None, chars_per_row: int = 80,
                      ylabel: str = 'm_t') -> pathlib.Path:
   """:math:`m_t` at every input symbol along a text (Fig. 3 and 5).
 
@@ -52,7 +53,7 @@ def plot_m_over_text(symbols: Sequence[Any], m: Sequence[float], path, *,
 
 def plot_bit_computation(bits: Sequence[int], usage: Sequence[float],
                          positions: Sequence[int], chars: Sequence[str],
-                         path, *, title: Optional[str] = None,
+                         path, *, title: str | None = None,
                          bits_per_row: int = 96) -> pathlib.Path:
   """Per-bit use of the highest dimensions (Fig. 2).
 
