@@ -269,7 +269,10 @@ def test_compacted_tail_equals_the_full_batch_loop(compact_rows):
     return (jnp.sum(jnp.sin(out.output)) + jnp.sum(state.c ** 2)
             + 0.01 * jnp.sum(act.ponder_cost(out))), out
 
-  (lc, oc), gc = jax.value_and_grad(loss, has_aux=True)(params, compact)
+  # Under jit, as training runs it (each stage compiles once, so an eager
+  # call would cost the compile again); eagerly too for the shorter staging.
+  (lc, oc), gc = jax.jit(jax.value_and_grad(
+      lambda p: loss(p, compact), has_aux=True))(params)
   (lf, of), gf = jax.value_and_grad(loss, has_aux=True)(params, full)
   steps = np.asarray(of.steps)
   assert steps.max() > 10 and np.median(steps[steps > 0]) < steps.max() / 2
@@ -279,10 +282,12 @@ def test_compacted_tail_equals_the_full_batch_loop(compact_rows):
   jax.tree_util.tree_map(
       lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12),
       gc, gf)
-  # Under jit too, and with the stage sizes as the only difference.
-  (lj, _), _ = jax.jit(jax.value_and_grad(
-      lambda p: loss(p, compact), has_aux=True))(params)
-  np.testing.assert_allclose(lj, lf, rtol=1e-12)
+  if compact_rows == 5:
+    (le, _), ge = jax.value_and_grad(loss, has_aux=True)(params, compact)
+    np.testing.assert_allclose(le, lf, rtol=1e-12)
+    jax.tree_util.tree_map(
+        lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12),
+        ge, gf)
 
 
 @pytest.mark.parametrize('checkpoints', [3, 8])
