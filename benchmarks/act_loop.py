@@ -1,8 +1,8 @@
 r"""Cost of ACT pondering: while-loop vs masked scan vs a fixed-depth oracle.
 
 Measures, side by side in one run, the time of one jitted train step (the
-trainer's own ``train_step``: forward, backward and Adam update) at the ACT parity configuration (Elman 128, batch 128,
-64 bits) for:
+trainer's own ``train_step``: forward, backward and Adam update) at the ACT
+parity configuration (Elman 128, batch 128, 64 bits) for:
 
   (a) ``adaptive(..., loop='while')``: the while loop with its custom VJP,
       with the loop settings ``act_parity`` trains with (4 backward slots
@@ -62,7 +62,8 @@ def act_step(m, loop, ponder, tau=0.01):
     _, out = cell.apply(params, cell.initial_state(BATCH), x)
     return (_bce(out.output[:, 0], y) + tau * jnp.mean(act.ponder_cost(out)),
             {'ponder_steps': jnp.mean(out.steps.astype(jnp.float32)),
-             'ponder_min': jnp.min(out.steps), 'ponder_max': jnp.max(out.steps)})
+             'ponder_min': jnp.min(out.steps),
+             'ponder_max': jnp.max(out.steps)})
   return params, loss
 
 
@@ -149,7 +150,8 @@ def main(argv=None):
     print(f'{m:>5} {n_a:>5.1f} {t_a * 1e3:>13.3f} {t_b * 1e3:>12.3f} '
           f'{t_c * 1e3:>14.3f} {t_a / t_c:>6.2f} {t_b / t_a:>7.1f} '
           f'{kib(mem_a):>11} {kib(mem_b):>11}')
-  print(f'oracle temp memory: {mem_c / 1024 if mem_c else float("nan"):.0f} KiB')
+  print('oracle temp memory: '
+        f'{mem_c / 1024 if mem_c else float("nan"):.0f} KiB')
   if len(ms) > 1 and all(mems[m] for m in ms):
     print(f'while-loop temp memory M={ms[-1]} / M={ms[0]}: '
           f'{mems[ms[-1]] / mems[ms[0]]:.3f}x')

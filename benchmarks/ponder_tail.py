@@ -10,7 +10,8 @@ of computed rows that were still pondering.
 
 Usage::
 
-  python -m benchmarks.ponder_tail --workdir=runs/act_parity/act=true_tau=0.01_seed=0
+  python -m benchmarks.ponder_tail \
+      --workdir=runs/act_parity/act=true_tau=0.01_seed=0
   python -m benchmarks.ponder_tail --workdir=runs/sweep/tau=0.001_seed=0
   python -m benchmarks.ponder_tail --workdir=W --time=20
 

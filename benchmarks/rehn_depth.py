@@ -171,7 +171,8 @@ def main():
   print(f'jax {jax.__version__} on {jax.devices()[0].device_kind} '
         f'({jax.default_backend()}); batch {BATCH}, {SEQ_LEN} time steps, '
         f'realized depth R={args.depth}, median of {args.repeats} train steps '
-        f'(train.train_step: value_and_grad + Adam); (a): checkpoints={args.checkpoints}, '
+        '(train.train_step: value_and_grad + Adam); '
+        f'(a): checkpoints={args.checkpoints}, '
         f'save_residuals={args.save_residuals}')
   kib = lambda v: f'{v / 1024:.0f}' if v is not None else 'n/a'
   for hidden in hiddens:

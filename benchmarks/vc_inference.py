@@ -1,4 +1,4 @@
-r"""Does skipping the masked work make VCRNN steps faster? Hard vs soft vs Elman.
+"""Does skipping the masked work make VCRNN steps faster? Hard vs soft vs Elman.
 
 The paper's savings are operation counts ("not necessarily ... a speed up ...
 with general purpose GPU kernels", Sec. 5). ``vc.vcrnn(..., hard=True)``

@@ -296,7 +296,8 @@ def define_workdir(default_help: str) -> None:
       'Rerunning with the same workdir resumes from its latest checkpoint. '
       f'Default: {default_help}.'))
   flags.register_validator(
-      'workdir', lambda v: v is None or not os.path.exists(v) or os.path.isdir(v),
+      'workdir',
+      lambda v: v is None or not os.path.exists(v) or os.path.isdir(v),
       message='--workdir exists and is not a directory')
 
 

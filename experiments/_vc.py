@@ -248,8 +248,8 @@ def train_and_analyse(
   test = task.evaluate_stream(result.params, test_stream, result.step)
   valid = dict(result.metrics)
   out = {'model': spec.name, 'step': result.step,
-         'sharpness': vc_lm.sharpness_at(spec, result.step) if spec.has_scheduler
-                      else None,
+         'sharpness': (vc_lm.sharpness_at(spec, result.step)
+                       if spec.has_scheduler else None),
          'parameters': _parameter_count(result.params),
          **_common.metric_sections(valid),
          'test': test}

@@ -1,4 +1,5 @@
-r"""ACT paper Section 3.3: cumulative addition of 1-5 digit numbers with an LSTM.
+r"""ACT paper Section 3.3: cumulative addition of 1-5 digit numbers with an
+LSTM.
 
 Command::
 

@@ -89,7 +89,8 @@ MODEL_FLAGS = ('cell', 'hidden_size', 'depth', 'max_depth', 'layers')
 
 def report(path: pathlib.Path) -> str:
   """Table 2 from the CSV, each model beside the paper's row."""
-  return rehn_tasks.results_table(path, rehn_tasks.TABLE2, metric='test_accuracy',
+  return rehn_tasks.results_table(path, rehn_tasks.TABLE2,
+                                  metric='test_accuracy',
                                   label='test accuracy %', scale=100.0)
 
 

@@ -1,8 +1,8 @@
 """Shared test configuration.
 
-float64 is enabled for the whole suite (as equinox's tests do) so gradient checks
-can run in double precision; library code always states its dtypes explicitly, and
-the float32 paths are tested by passing float32 inputs.
+float64 is enabled for the whole suite (as equinox's tests do) so gradient
+checks can run in double precision; library code always states its dtypes
+explicitly, and the float32 paths are tested by passing float32 inputs.
 
 Promotion is strict, as in equinox's tests: mixing dtypes (``float32 +
 float64``, ``int32 + float32`` arrays) or broadcasting arrays of different
@@ -26,7 +26,8 @@ jax.config.update('jax_numpy_rank_promotion', 'raise')
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 SHARED_DATA = pathlib.Path(
-    os.environ.get('VCRNN_JAX_SHARED_DATA', REPO_ROOT.parent / 'shared' / 'data'))
+    os.environ.get('VCRNN_JAX_SHARED_DATA',
+                   REPO_ROOT.parent / 'shared' / 'data'))
 
 
 @pytest.fixture(scope='session')

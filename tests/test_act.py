@@ -169,7 +169,8 @@ def test_halts_after_one_step_when_first_halt_exceeds_threshold():
 
 def test_hard_limit_m():
   cell, params, x = _setup(cells.elman(H, param_dtype=jnp.float64),
-                           max_steps=7, halting_bias=-20.0)  # h ~ 0: never halts
+                           max_steps=7,
+                           halting_bias=-20.0)  # h ~ 0: never halts
   _, out = cell.apply(params, cell.initial_state(B), x)
   np.testing.assert_array_equal(out.steps, 7)
   assert jnp.all(out.remainder > 0.99)
@@ -355,8 +356,9 @@ def test_params_tree_golden():
 
 
 def test_halt_features_option_reads_all_of_the_state():
-  cell = act.adaptive(cells.lstm(H), O,
-                      halt_features=lambda s, y: jnp.concatenate([s.h, s.c], -1))
+  cell = act.adaptive(
+      cells.lstm(H), O,
+      halt_features=lambda s, y: jnp.concatenate([s.h, s.c], -1))
   params = cell.init(jax.random.key(0), D)
   assert params['halting']['kernel'].shape == (2 * H, 1)
   _, out = cell.apply(params, cell.initial_state(B),

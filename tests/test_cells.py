@@ -188,7 +188,8 @@ def test_params_tree_golden():
   }
   for name in CELLS:
     params = CELLS[name][0](H).init(jax.random.key(0), D)
-    assert all(a.dtype == jnp.float32 for a in jax.tree_util.tree_leaves(params))
+    assert all(a.dtype == jnp.float32
+               for a in jax.tree_util.tree_leaves(params))
 
 
 def test_lstm_forget_bias_initialisation():
@@ -253,7 +254,8 @@ def test_no_recompilation_on_second_call():
 
 @pytest.mark.parametrize('factory', [cells.elman, cells.gru, cells.lstm])
 def test_bad_arguments_raise_clear_errors(factory):
-  with pytest.raises(ValueError, match='hidden_size must be a positive integer'):
+  with pytest.raises(ValueError,
+                     match='hidden_size must be a positive integer'):
     factory(0)
   cell = factory(H)
   with pytest.raises(ValueError, match='input_size'):

@@ -80,7 +80,8 @@ def test_a_checkpoint_from_before_the_training_stack_restores(tmp_path):
   assert 'evaluating the checkpoint only' in proc.stdout + proc.stderr
   # Its evaluation equals the one the old code logged at step 20 (restored
   # params do not depend on the initialisation the golden runs start from).
-  final = [l for l in proc.stdout.splitlines() if l.startswith('sequence_error')]
+  final = [l for l in proc.stdout.splitlines()
+           if l.startswith('sequence_error')]
   logged = _metrics(REPO / 'tests' / 'data' / 'act_parity_workdir_v1')[-1]
   assert final and float(final[0].split()[-1]) == pytest.approx(
       logged['sequence_error'], rel=1e-3)  # 4 digits

@@ -250,8 +250,9 @@ def test_vmap_matches_unbatched_calls():
     (_, (final, n)), (g_p, g_c) = unbatched(params, c)
     assert int(ns[i]) == int(n)
     assert_trees_close(jax.tree.map(lambda x, i=i: x[i], finals), final)
-    assert_trees_close(jax.tree.map(lambda x, i=i: x[i], float_leaves(g_carries)),
-                       float_leaves(g_c))
+    assert_trees_close(
+        jax.tree.map(lambda x, i=i: x[i], float_leaves(g_carries)),
+        float_leaves(g_c))
     g_params_sum = jax.tree.map(jnp.add, g_params_sum, g_p)
   assert_trees_close(g_params, g_params_sum)
 

@@ -1,4 +1,5 @@
-"""Tests for vcrnn_jax.training.metric_writer and vcrnn_jax.training.progress."""
+"""Tests for vcrnn_jax.training.metric_writer and
+vcrnn_jax.training.progress."""
 
 import io
 import json
@@ -102,7 +103,8 @@ def test_nan_is_written_as_null_and_read_back(tmp_path):
   assert '"steps_per_sec": null' in line and '"nan"' not in line
   assert math.isnan(read_metrics(tmp_path)[0]['steps_per_sec'])
   # Files of older versions wrote the string "nan": still read as NaN.
-  (tmp_path / 'metrics.jsonl').write_text('{"step": 2, "time": 0, "x": "nan"}\n')
+  (tmp_path / 'metrics.jsonl').write_text(
+      '{"step": 2, "time": 0, "x": "nan"}\n')
   assert math.isnan(read_metrics(tmp_path)[0]['x'])
 
 

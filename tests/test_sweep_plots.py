@@ -114,12 +114,13 @@ def test_default_config_per_task_matches_the_paper():
   assert act_sweep.default_config(
       'parity', task_kwargs={'layout': 'random'}).task_kwargs == {
           'bits': 64, 'layout': 'random'}
-  assert act_sweep.default_config('parity', task_kwargs={'bits': 8}).difficulties \
-      == tuple(range(1, 9))
+  assert act_sweep.default_config(
+      'parity', task_kwargs={'bits': 8}).difficulties == tuple(range(1, 9))
   logic = act_sweep.default_config('logic')
   assert logic.difficulties == tuple(range(1, 11))
   assert logic.difficulty_seq_len == 5                  # Fig. 10
-  assert act_sweep.default_config('addition').difficulty_seq_len == 3   # Fig. 14
+  assert act_sweep.default_config(
+      'addition').difficulty_seq_len == 3               # Fig. 14
   assert act_sweep.default_config('sort').difficulties == tuple(range(2, 16))
   c = act_sweep.default_config('parity', hidden_size=None, steps=7)
   assert c.hidden_size == 128 and c.steps == 7         # None keeps the default
@@ -396,7 +397,8 @@ def test_plot_ponder_over_text(tmp_path):
   with pytest.raises(ValueError, match='empty'):
     act_plots.plot_ponder_over_text(b'', [], tmp_path / 'x.png')
   with pytest.raises(ValueError, match='NaN'):
-    act_plots.plot_ponder_over_text(b'ab', [1.0, float('nan')], tmp_path / 'x.png')
+    act_plots.plot_ponder_over_text(b'ab', [1.0, float('nan')],
+                                    tmp_path / 'x.png')
 
 
 def test_missing_matplotlib_gives_a_clear_error(tmp_path, monkeypatch):

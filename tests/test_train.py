@@ -91,7 +91,8 @@ def test_same_seed_same_numbers_and_outputs(tmp_path):
            (tmp_path / 'a' / 'metrics.jsonl').read_text().splitlines()]
   assert [l['step'] for l in lines] == [3, 6]
   assert {'sequence_error', 'ponder', 'loss', 'train_loss'} <= set(lines[-1])
-  events = list((tmp_path / 'a' / 'tensorboard').glob('**/events.out.tfevents*'))
+  events = list(
+      (tmp_path / 'a' / 'tensorboard').glob('**/events.out.tfevents*'))
   assert events and events[0].stat().st_size > 0
   assert (tmp_path / 'a' / 'checkpoints').is_dir()
 

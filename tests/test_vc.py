@@ -347,8 +347,9 @@ def test_bfloat16(name, hard):
       lambda a, b: np.testing.assert_array_equal(
           np.asarray(a.astype(jnp.bfloat16), np.float32),
           np.asarray(b, np.float32)), f32, params)
-  state, ys = jax.jit(lambda p, xs: unroll(cell, p, cell.initial_state(B),
-                                            xs))(params, _xs(5, dtype=jnp.float32))
+  state, ys = jax.jit(
+      lambda p, xs: unroll(cell, p, cell.initial_state(B), xs))(
+          params, _xs(5, dtype=jnp.float32))
   assert ys.output.dtype == jnp.bfloat16 and ys.m.dtype == jnp.bfloat16
   assert state.h.dtype == jnp.bfloat16 and ys.dims.dtype == jnp.int32
   assert np.all(np.isfinite(np.asarray(ys.output, np.float32)))

@@ -144,8 +144,8 @@ def test_vc_text8_on_a_small_file_in_the_text8_format(tmp_path):
                              f'--workdir={tmp_path / "e2"}', flag] + TINY,
                 tmp_path)
     assert proc.returncode == 2 and proc.stderr.count('\n') == 1
-    assert f'{flag.split("=")[0].replace("--no", "--")} is for the VC cells' in (
-        proc.stderr)
+    assert (f'{flag.split("=")[0].replace("--no", "--")} is for the VC cells'
+            in proc.stderr)
 
 
 @pytest.mark.parametrize('setting', ['guide'])

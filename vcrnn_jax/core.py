@@ -11,9 +11,10 @@ pure functions produced by a factory that closes over the hyperparameters:
 >>> y.shape
 (4, 32)
 
-* ``init(key, input_size) -> params``: a pytree (nested dict) of arrays whose names
-  and shapes each factory documents. Checkpoints depend on those names.
-* ``initial_state(batch_size) -> state``: a NamedTuple of zero arrays ``[batch, ...]``.
+* ``init(key, input_size) -> params``: a pytree (nested dict) of arrays whose
+  names and shapes each factory documents. Checkpoints depend on those names.
+* ``initial_state(batch_size) -> state``: a NamedTuple of zero arrays
+  ``[batch, ...]``.
 * ``apply(params, state, x, context=None) -> (state, y)``: one time step, carry
   first as in ``lax.scan``; ``x`` is ``[batch, input_size]``.
 
@@ -45,8 +46,9 @@ carry per-step extras (ACT's ponder, VC's ``m_t``, EI-REHN's realized depth).
 Readouts, wrappers and :func:`vcrnn_jax.sequence_model` read ``y`` through
 :func:`cell_output`, so any wrapper takes any cell, ACT around ACT included.
 
-Every function is pure: no globals, no Python side effects, no hidden randomness,
-so cells compose with ``jit``, ``vmap``, ``grad``, ``lax.scan`` and sharding.
+Every function is pure: no globals, no Python side effects, no hidden
+randomness, so cells compose with ``jit``, ``vmap``, ``grad``, ``lax.scan`` and
+sharding.
 """
 
 from collections.abc import Callable
@@ -167,7 +169,8 @@ def check_positive_int(name: str, value: Any) -> int:
 
 
 def param_dtype_of(params: Params) -> Any:
-  """The dtype of the first floating-point leaf of ``params`` (float32 if none)."""
+  """The dtype of the first floating-point leaf of ``params`` (float32 if
+  none)."""
   for leaf in jax.tree_util.tree_leaves(params):
     if jnp.issubdtype(leaf.dtype, jnp.floating):
       return leaf.dtype

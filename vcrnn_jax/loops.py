@@ -68,8 +68,9 @@ class LoopConfig:
   >>> from vcrnn_jax import loops
   >>> loops.as_loop_config('scan') == loops.LoopConfig('scan')
   True
-  >>> loops.LoopConfig(checkpoints=4, save_residuals=True)
-  LoopConfig(kind='while', checkpoints=4, save_residuals=True, compact_rows=None)
+  >>> loops.LoopConfig(checkpoints=4, save_residuals=True) == loops.LoopConfig(
+  ...     kind='while', checkpoints=4, save_residuals=True, compact_rows=None)
+  True
   >>> loops.LoopConfig('for')
   Traceback (most recent call last):
     ...
@@ -291,7 +292,8 @@ def stage_sizes(batch_shape: tuple, compact_rows: Any) -> tuple[int, ...]:
     return tuple(batch_shape[:1]) or (1,)
   compact_rows = check_positive_int('compact_rows', compact_rows)
   sizes = [batch_shape[0]]
-  while (sizes[-1] + 1) // 2 >= compact_rows and (sizes[-1] + 1) // 2 < sizes[-1]:
+  while ((sizes[-1] + 1) // 2 >= compact_rows
+         and (sizes[-1] + 1) // 2 < sizes[-1]):
     sizes.append((sizes[-1] + 1) // 2)
   return tuple(sizes)
 
@@ -306,7 +308,8 @@ def halting_loop(
     max_steps: int,
     loop: LoopConfig | str = LoopConfig(),
 ) -> tuple[PyTree, jax.Array]:
-  """Steps a batch of rows until every row has halted: ACT pondering, EI-REHN depth.
+  """Steps a batch of rows until every row has halted: ACT pondering, EI-REHN
+  depth.
 
   Runs ``rows, running = body_fun(params, inputs, rows, running, n)`` for
   ``n = 0, 1, ...`` while any row is running and ``n < max_steps``.

@@ -862,7 +862,8 @@ class ACT(CellModule):
   def __init__(self, cell: CellModule, output_size: int | None = None, *,
                max_steps: int = 100, epsilon: float = 0.01,
                halting_bias: float = 1.0,
-               halt_features: Callable[[Any, jax.Array], jax.Array] | None = None,
+               halt_features: (Callable[[Any, jax.Array], jax.Array]
+                               | None) = None,
                loop: loops.LoopConfig | str = loops.LoopConfig(),
                kernel_init: Initializer = _common.default_kernel_init,
                param_dtype: Any = None, deterministic: bool = False,

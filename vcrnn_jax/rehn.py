@@ -272,8 +272,8 @@ def rhn(
 
   .. warning:: Zilly et al. initialise every weight uniformly in
     ``[-0.04, 0.04]``; the defaults here are flax's (LeCun-normal input
-    blocks, orthogonal recurrent blocks, one block per gate). Pass ``kernel_init`` and
-    ``recurrent_init`` to match them.
+    blocks, orthogonal recurrent blocks, one block per gate). Pass
+    ``kernel_init`` and ``recurrent_init`` to match them.
 
   References:
     Zilly et al., Recurrent Highway Networks, 2017.

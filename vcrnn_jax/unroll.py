@@ -10,7 +10,8 @@ from vcrnn_jax.core import Cell, Context, as_context
 
 
 def _select(pred: jax.Array, new: Any, old: Any) -> Any:
-  """``where(pred, new, old)`` over two pytrees, ``pred`` broadcast from [batch]."""
+  """``where(pred, new, old)`` over two pytrees, ``pred`` broadcast from
+  [batch]."""
   def sel(a, b):
     p = pred.reshape(pred.shape + (1,) * (a.ndim - pred.ndim))
     return jnp.where(p, a, b)

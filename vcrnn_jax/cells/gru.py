@@ -41,7 +41,8 @@ def gru(
   Params (fused per gate, order ``r, z, h``):
 
   * ``input_kernel``: ``[input_size, 3 * hidden_size]`` (``V_r, V_z, V``)
-  * ``recurrent_gates_kernel``: ``[hidden_size, 2 * hidden_size]`` (``U_r, U_z``)
+  * ``recurrent_gates_kernel``: ``[hidden_size, 2 * hidden_size]``
+    (``U_r, U_z``)
   * ``recurrent_kernel``: ``[hidden_size, hidden_size]`` (``U``)
   * ``bias``: ``[3 * hidden_size]`` (``b_r, b_z, b_h``)
 

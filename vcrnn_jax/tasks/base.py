@@ -125,7 +125,8 @@ def check_optional_int(name: str, value: Any, low: int,
 
 def random_bits(key: jax.Array, batch_size: int,
                 shapes: Sequence[tuple[int, ...]]) -> list[jax.Array]:
-  """Uniform uint32 arrays ``[batch_size, *shape]``, one per shape in ``shapes``.
+  """Uniform uint32 arrays ``[batch_size, *shape]``, one per shape in
+  ``shapes``.
 
   All of them come from a single ``jax.random.bits`` call that is then sliced:
   every random call site adds a threefry block to the compiled program, and

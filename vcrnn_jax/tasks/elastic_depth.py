@@ -161,8 +161,8 @@ def generate(
   hs[:, 0] = h
   for t in range(steps):
     noise = rng.normal(0.0, std, size=(n, r_cap, 2))
-    h, depth[:, t], xs[:, t] = _step(h, lambda r, noise=noise: noise[:, r], r_max,
-                                     rotation)
+    h, depth[:, t], xs[:, t] = _step(h, lambda r, noise=noise: noise[:, r],
+                                     r_max, rotation)
     hs[:, t + 1] = h
   return Sequences(x=xs, depth=depth, h=hs)
 

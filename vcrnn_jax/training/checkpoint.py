@@ -14,9 +14,10 @@ Design notes:
 
 * Atomicity comes from Orbax: a checkpoint is written to
   ``<step>.orbax-checkpoint-tmp*/`` and renamed to ``<step>/`` only when
-  complete (the rename refuses to replace an existing directory), and Orbax lists only finalized step directories. A process killed
-  mid-save therefore leaves a temporary directory that is never restored (and
-  is removed the next time a :class:`Checkpointer` opens the directory).
+  complete (the rename refuses to replace an existing directory), and Orbax
+  lists only finalized step directories. A process killed mid-save therefore
+  leaves a temporary directory that is never restored (and is removed the
+  next time a :class:`Checkpointer` opens the directory).
 * Orbax does not checksum data, and it may silently restore a subset of the
   leaves when the target has a different structure. The manifest closes both
   gaps: a structure mismatch raises ``ValueError`` and a checksum mismatch

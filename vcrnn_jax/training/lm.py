@@ -1,8 +1,9 @@
 r"""Next-symbol prediction for any model and vocabulary: the shared LM trainer.
 
-:func:`lm_experiment` turns a language model (:func:`vcrnn_jax.models.language_model`)
-and a corpus from :func:`vcrnn_jax.data.load` (bytes, characters, bits, words,
-music tokens) into an :class:`~vcrnn_jax.training.train.Experiment`. Every
+:func:`lm_experiment` turns a language model
+(:func:`vcrnn_jax.models.language_model`) and a corpus from
+:func:`vcrnn_jax.data.load` (bytes, characters, bits, words, music tokens)
+into an :class:`~vcrnn_jax.training.train.Experiment`. Every
 paper's language models run on it: ACT's Wikipedia bytes, VCRNN's characters,
 bits and tunes, EI-REHN's PTB words. The objective is VCRNN Eq. 1, the
 negative log-likelihood summed over the window and averaged over the batch,
@@ -55,7 +56,8 @@ Derived = Callable[[Mapping[str, float]], Mapping[str, float]]
 
 
 class LMBatch(NamedTuple):
-  windows: jax.Array    # [B, seq_len + 1] int32 ids: inputs [:, :-1], targets [:, 1:]
+  windows: jax.Array    # [B, seq_len + 1] int32 ids: inputs [:, :-1],
+                        # targets [:, 1:]
   reset: jax.Array      # bool scalar: start from a zero state (new epoch)
 
 
@@ -93,8 +95,10 @@ def _nll(logits: jax.Array, targets: jax.Array) -> jax.Array:
 class LanguageModelTask(NamedTuple):
   """What :func:`lm_experiment` built, for evaluation and analysis."""
   experiment: Experiment
-  evaluate_stream: Callable[..., dict]   # (params, stream, step=None) -> metrics
-  per_step: Callable[..., dict]          # (params, tokens [T], step) -> [T] stats
+  evaluate_stream: Callable[..., dict]   # (params, stream, step=None)
+                                         # -> metrics
+  per_step: Callable[..., dict]          # (params, tokens [T], step)
+                                         # -> [T] stats
 
 
 def _zero_state(model: SequenceModel, batch: int) -> Any:

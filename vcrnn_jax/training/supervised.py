@@ -1,4 +1,5 @@
-r"""Fixed array datasets with train/valid/test splits: classification, regression.
+r"""Fixed array datasets with train/valid/test splits: classification,
+regression.
 
 :func:`array_experiment` turns a sequence model and ``(inputs, targets)``
 splits into an :class:`~vcrnn_jax.training.train.Experiment` read in epochs:

@@ -1,4 +1,5 @@
-"""Language modelling with ACT (ACT paper Section 3.5), on the shared LM trainer.
+"""Language modelling with ACT (ACT paper Section 3.5), on the shared LM
+trainer.
 
 Next-symbol prediction (bytes for enwik8, or any vocabulary) on windows of
 consecutive symbols drawn at random from the stream, the state reset at each

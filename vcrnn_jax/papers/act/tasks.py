@@ -179,7 +179,8 @@ def task_experiment(task, model: ModelConfig, *, batch_size: int,
 
 
 def evaluate_by_difficulty(task, model: ModelConfig, params, difficulties,
-                           *, batch_size: int = 1000, seq_len: int | None = None,
+                           *, batch_size: int = 1000,
+                           seq_len: int | None = None,
                            seed: int = 2**31 - 2) -> list[dict]:
   """Sequence error and ponder per forced difficulty (ACT Fig. 6/10/14/19)."""
   net = build_model(task, model)

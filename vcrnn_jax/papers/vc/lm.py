@@ -1,4 +1,5 @@
-r"""The VCRNN paper's language models (Jernite et al. 2017, Sec. 5) as functions.
+r"""The VCRNN paper's language models (Jernite et al. 2017, Sec. 5) as
+functions.
 
 A configuration of :func:`vcrnn_jax.training.lm.lm_experiment`, which trains
 them (truncated BPTT with the state carried): this module adds no trainer.

@@ -1,4 +1,5 @@
-r"""The VCRNN paper's figures (Jernite et al. 2017): where the scheduler computes.
+r"""The VCRNN paper's figures (Jernite et al. 2017): where the scheduler
+computes.
 
 * :func:`plot_m_over_text`: :math:`m_t` per symbol along a text (Fig. 3, 5);
 * :func:`plot_bit_computation`: the use of the highest dimensions per bit,
