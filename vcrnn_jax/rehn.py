@@ -690,12 +690,18 @@ def srehn(
     param_dtype: dtype of the params and of the computation (the elastic
       gate is evaluated in at least float32).
 
-  Example::
+  Example:
 
-    cell = srehn(20, max_depth=10)
-    params = cell.init(jax.random.key(0), input_size=2)
-    state, out = cell.apply(params, cell.initial_state(8), jnp.ones((8, 2)))
-    out.output, out.depth            # h_t [8, 20], R_t [8] int32
+    >>> import jax, jax.numpy as jnp
+    >>> from vcrnn_jax import rehn
+    >>> cell = rehn.srehn(20, max_depth=10)
+    >>> params = cell.init(jax.random.key(0), input_size=2)
+    >>> state, out = cell.apply(params, cell.initial_state(8),
+    ...                         jnp.ones((8, 2)))
+    >>> out.output.shape, out.depth.shape, out.depth.dtype   # h_t, R_t
+    ((8, 20), (8,), dtype('int32'))
+    >>> bool(jnp.all((1 <= out.depth) & (out.depth <= 10)))
+    True
 
   .. note:: The paper names SREHN (Section 4.1) without writing it out; this
     is EI-REHN without the hypernetwork: Eq. 16 with :math:`W_s^r = W` and

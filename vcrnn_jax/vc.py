@@ -18,14 +18,21 @@ state, carrying the others over (Eq. 8-9, 11-16). This module gives
 * computation accounting: :func:`multiplications` per step and the
   "equivalent RNN" dimension RNN-d of Table 3 (:func:`rnn_equivalent_dim`).
 
-Example::
+Example (the paper's VCGRU is 1024 wide; 64 here):
 
-  cell = vc.vcgru(1024, sharpness=vc.paper_sharpness(steps_per_epoch=2000))
-  params = cell.init(jax.random.key(0), input_size=1024)   # embedding size D
-  _, ys = vcrnn_jax.unroll(cell, params, cell.initial_state(32), xs,
-                           context=vcrnn_jax.Context(step=step))
-  loss = nll + 0.1 * vc.penalty(ys.m, 0.3).mean()                 # Eq. 10
-  rnn_d = vc.rnn_equivalent_dim('vcgru', 1024, m=ys.m)           # Table 3
+>>> import jax, jax.numpy as jnp, vcrnn_jax
+>>> from vcrnn_jax import vc
+>>> cell = vc.vcgru(64, sharpness=vc.paper_sharpness(steps_per_epoch=2000))
+>>> params = cell.init(jax.random.key(0), input_size=16)   # embedding size
+>>> xs = jax.random.normal(jax.random.key(1), (4, 10, 16))
+>>> _, ys = vcrnn_jax.unroll(cell, params, cell.initial_state(4), xs,
+...                          context=vcrnn_jax.Context(step=jnp.int32(0)))
+>>> ys.m.shape                        # m_t, the fraction updated at each step
+(4, 10)
+>>> omega = vc.penalty(ys.m, 0.3).mean()              # Eq. 10, added to the NLL
+>>> rnn_d = vc.rnn_equivalent_dim('vcgru', 64, m=ys.m)          # Table 3
+>>> 0 < rnn_d <= vc.rnn_equivalent_dim('gru', 64)
+True
 
 References:
   Jernite, Grave, Joulin & Mikolov, Variable Computation in Recurrent Neural
@@ -145,9 +152,18 @@ def soft_mask(m: jax.Array, hidden_size: int, sharpness: Any,
     ``e_t`` of shape ``m.shape + (hidden_size,)``, in ``m``'s floating dtype
     promoted to at least float32.
 
-  Example::
+  Example:
 
-    e = soft_mask(jnp.array([0.3]), 8, sharpness=1.0)   # [1, 8], e[0, 0] = 1
+    >>> import jax.numpy as jnp
+    >>> from vcrnn_jax import vc
+    >>> e = vc.soft_mask(jnp.array([0.3]), 8, sharpness=1.0)   # m_t D = 2.4
+    >>> e.shape
+    (1, 8)
+    >>> [round(float(v), 2) for v in e[0]]
+    [0.92, 0.8, 0.6, 0.35, 0.17, 0.07, 0.03, 0.0]
+    >>> sharp = vc.soft_mask(jnp.array([0.3]), 8, sharpness=10.0)
+    >>> [round(float(v), 2) for v in sharp[0]]     # -> the first ceil(2.4) = 3
+    [1.0, 1.0, 0.98, 0.0, 0.0, 0.0, 0.0, 0.0]
 
   References:
     Jernite et al. 2017, Eq. 8 and 11.
