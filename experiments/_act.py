@@ -75,7 +75,7 @@ def define_flags(settings: Mapping[str, Any] | None, *,
       'save_residuals', s.get('save_residuals'), 'With --loop=while: also '
       'save each saved step\'s vjp residuals, so the backward pass does not '
       're-run it. Same maths; faster for short ponders of one-step sequences, '
-      'slower inside long sequences (BUILD_NOTES.md).'))
+      'slower inside long sequences (docs/performance.md).'))
   _common.mark_resumable(flags.DEFINE_enum(
       'loop', 'while', ['while', 'scan'], 'ACT pondering loop: "while" costs '
       'what it computes; "scan" is the masked reference over all M steps.'))

@@ -50,7 +50,8 @@ flags.DEFINE_enum('layout', _TASK['layout'], list(tasks.parity.LAYOUTS),
                   'Which k elements of a vector are non-zero: "prefix" (the '
                   'first k: a k-bit vector zero-padded, as public '
                   'reproductions build it) or "random" (a uniformly random '
-                  'k-subset). Sec. 3.1 does not say; see BUILD_NOTES.md.')
+                  'k-subset). Sec. 3.1 does not say; docs/results/act.md '
+                  'compares the two.')
 _act.define_flags(_PAPER)
 _act.define_workdir('act_parity')
 # Shared flags are key flags of this binary, so --help lists them.

@@ -58,9 +58,9 @@ from experiments import _common, _vc
 from vcrnn_jax import data
 from vcrnn_jax.papers.vc import lm as vc_lm
 
-flags.DEFINE_string('data_path', None, 'The UTF-8 corpus (one of '
-                    '../shared/data/text/fortunes_{cs,de}.txt, or a Europarl '
-                    'side such as europarl-v7.cs-en.cs).')
+flags.DEFINE_string('data_path', None, 'The UTF-8 corpus: a Europarl '
+                    'side such as europarl-v7.cs-en.cs, or any text file (the '
+                    'results page used Czech and German fortune files).')
 flags.DEFINE_enum('setting', 'learn', list(vc_lm.SETTINGS), 'learn: one '
                   'target m_bar everywhere; guide: a higher target on '
                   'whitespace (Sec. 5.2.2).')
@@ -85,7 +85,7 @@ FLAGS = flags.FLAGS
 def main(processes):
   if not FLAGS.data_path:
     raise ValueError('--data_path is required: the UTF-8 corpus to model '
-                     '(e.g. ../shared/data/text/fortunes_cs.txt).')
+                     '(e.g. europarl-v7.cs-en.cs).')
   ds = data.load('text', path=FLAGS.data_path, min_count=FLAGS.min_count,
                  max_length=FLAGS.max_chars, split_unit=FLAGS.split_unit,
                  word_boundaries=True)

@@ -130,7 +130,7 @@ _PTB = Resource(
     files=tuple(
         FileSpec(f'simple-examples/data/{f}', f'ptb/{f}', d)
         for f, d in PTB_SHA256.items()),
-    note='tarball digest unknown; member digests from ../shared/data/ptb')
+    note='tarball digest unknown; member digests from a verified copy')
 
 _TEXT8 = Resource(
     name='text8',
