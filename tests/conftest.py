@@ -11,11 +11,31 @@ environment variables carry both settings into the binaries the tests run
 as subprocesses.
 """
 
+import atexit
+import functools
 import os
 import pathlib
+import shutil
+import tempfile
 
 os.environ.setdefault('JAX_NUMPY_DTYPE_PROMOTION', 'strict')
 os.environ.setdefault('JAX_NUMPY_RANK_PROMOTION', 'raise')
+
+# One XLA compilation cache for the run, shared by the xdist workers and the
+# binaries the tests start (they inherit the environment): a resumed or
+# second-process binary loads the train step its first run compiled instead
+# of compiling it again (two of the binary tests: 137 s -> 87 s on 2 cores).
+# The cache writes entries non-atomically, so a process that reads one while
+# another writes it warns and compiles; the warning is silenced so that the
+# binaries' one-line errors stay one line.
+if 'JAX_COMPILATION_CACHE_DIR' not in os.environ:
+  _cache = tempfile.mkdtemp(prefix='vcrnn_jax_xla_cache_')
+  atexit.register(functools.partial(shutil.rmtree, _cache, True))
+  os.environ['JAX_COMPILATION_CACHE_DIR'] = _cache
+  os.environ.setdefault('JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS', '0.2')
+  os.environ['PYTHONWARNINGS'] = ','.join(
+      w for w in (os.environ.get('PYTHONWARNINGS'), 'ignore:Error reading '
+                  'persistent compilation cache entry') if w)
 
 import jax  # pylint: disable=g-import-not-at-top
 import pytest  # pylint: disable=g-import-not-at-top
