@@ -274,9 +274,9 @@ def test_while_loop_equals_masked_scan_values_and_gradients():
 def test_compacted_rows_equal_the_full_batch():
   # Compaction carries halted rows along in a smaller batch: the ponder
   # step must leave them unchanged (the loops' tests cover its gradients).
-  cell_c, params = _setup(_inner('lstm'),
+  cell_c, params = _setup(_inner('elman'),
                           loop=loops.LoopConfig(compact_rows=2))
-  cell_s, _ = _setup(_inner('lstm'), loop='scan')
+  cell_s, _ = _setup(_inner('elman'), loop='scan')
   assert loops.stage_sizes((8,), 2) == (8, 4, 2)
   x = jax.random.normal(jax.random.key(5), (8, D), jnp.float64)
   want = cell_s.apply(params, cell_s.initial_state(8), x)
