@@ -13,6 +13,7 @@ LAYERS = {
     'vcrnn_jax.loops': 1, 'vcrnn_jax.cells': 1, 'vcrnn_jax.metrics': 1,
     'vcrnn_jax.data': 1, 'vcrnn_jax.tasks': 1,
     'vcrnn_jax.act': 2, 'vcrnn_jax.rehn': 2, 'vcrnn_jax.vc': 2,
+    'vcrnn_jax.ponder': 2, 'vcrnn_jax.skip': 2, 'vcrnn_jax.repeat': 2,
     'vcrnn_jax.unroll': 2,
     'vcrnn_jax.registry': 3, 'vcrnn_jax.models': 3,
     'vcrnn_jax.linen': 4, 'vcrnn_jax.nnx': 4,
