@@ -3,7 +3,8 @@ r"""PonderNet (Banino, Balaguer, Blundell 2021) for any cell of the protocol.
 :func:`pondernet` wraps a :class:`vcrnn_jax.Cell` so that it ponders each
 input step for a data-dependent number of steps, scoring every intermediate
 prediction; :func:`reconstruction_loss` and :func:`kl_to_geometric` are the two
-terms of its training loss (papers/family.md, P1-P5), which the caller adds.
+terms of its training loss, which the caller adds. The equations are numbered
+(P1)-(P5) as in :func:`pondernet`'s docstring.
 """
 
 import functools
@@ -212,7 +213,7 @@ def pondernet(
     kernel_init: Any = _common.default_kernel_init,
     param_dtype: Any = None,
 ) -> Cell:
-  r"""Wraps ``cell`` with PonderNet (papers/family.md, P1-P5).
+  r"""Wraps ``cell`` with PonderNet (Banino et al. 2021; equations P1-P5).
 
   At every input step ``x_t`` the wrapped cell ``s`` runs repeatedly from the
   previous time step's state, on the same input with ACT's first-step flag
