@@ -1,4 +1,4 @@
-"""PonderNet against a slow NumPy loop of P1-P5 (papers/family.md)."""
+"""PonderNet against a slow NumPy loop of P1-P5."""
 
 import math
 

@@ -1,4 +1,4 @@
-"""Repeat-RNN against a slow NumPy loop of family.md R1."""
+"""Repeat-RNN against a slow NumPy loop of the Repeat-RNN equation (R1)."""
 
 import chex
 import jax

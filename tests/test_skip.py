@@ -1,4 +1,4 @@
-"""Skip RNN against a slow loop of family.md S1-S5.
+"""Skip RNN against a slow loop of the Skip-RNN equations (S1)-(S5).
 
 One reference step, written from the equations with the arithmetic mix of S2
 (``u * new + (1 - u) * old``), runs in a NumPy loop for the values and in
