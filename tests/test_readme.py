@@ -31,6 +31,10 @@ def test_every_readme_python_block_runs_and_says_what_it_shows():
       if 'rehn.ei_rehn(20' in code:
         assert scope['out'].output.shape == (8, 21, 20)
         assert scope['out'].depth.shape == (8, 21)
+      if 'ponder.pondernet(' in code:
+        assert scope['out'].probs.shape == (4, 20)
+        np.testing.assert_allclose(scope['out'].probs.sum(-1), 1, rtol=1e-5)
+        assert np.isfinite(scope['loss'])
       if 'self.sow(' in code:
         _check_sow_example(scope)
   assert scope['config'].clip_apart == ('scheduler',)
