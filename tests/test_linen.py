@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import vcrnn_jax
-from vcrnn_jax import act, cells, linen, rehn, vc
+from vcrnn_jax import act, cells, linen, ponder, rehn, repeat, skip, vc
 from vcrnn_jax.core import Context, cell_output
 from vcrnn_jax.unroll import unroll
 
@@ -45,6 +45,15 @@ CASES = {
             lambda: act.adaptive(cells.lstm(H), 2, max_steps=5)),
     'act_no_readout': (lambda: linen.ACT(linen.GRU(H), max_steps=5),
                        lambda: act.adaptive(cells.gru(H), None, max_steps=5)),
+    # The family of ACT's: the 'scan' loop compiles faster.
+    'ponder': (lambda: linen.PonderNet(linen.Elman(H), output_size=2,
+                                       max_steps=3, epsilon=0.1, loop='scan'),
+               lambda: ponder.pondernet(cells.elman(H), 2, max_steps=3,
+                                        epsilon=0.1, loop='scan')),
+    'repeat': (lambda: linen.Repeat(linen.LSTM(4), repetitions=2),
+               lambda: repeat.repeat(cells.lstm(4), 2)),
+    'skip': (lambda: linen.Skip(linen.GRU(H), update_bias=0.5),
+             lambda: skip.skip(cells.gru(H), update_bias=0.5)),
 }
 
 
@@ -89,7 +98,8 @@ def test_every_factory_option_is_a_module_field():
            (linen.RHN, rehn.srhn), (linen.SREHN, rehn.srehn),
            (linen.EIREHN, rehn.ei_rehn), (linen.VCRNN, vc.vcrnn),
            (linen.VCGRU, vc.vcgru), (linen.Stack, cells.stack),
-           (linen.ACT, act.adaptive)]
+           (linen.ACT, act.adaptive), (linen.PonderNet, ponder.pondernet),
+           (linen.Repeat, repeat.repeat), (linen.Skip, skip.skip)]
   renamed = {'hidden_size': 'features', 'cell': 'inner'}
   for module, factory in pairs:
     fields = set(module.__dataclass_fields__)
