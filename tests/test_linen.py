@@ -363,3 +363,21 @@ def test_module_under_nn_rnn_gradients_equal_unroll(name):
   chex.assert_trees_all_close(carry, state, rtol=1e-5, atol=1e-6)
   chex.assert_trees_all_close(grads['params']['cell']['cell'], want_grads,
                               rtol=1e-5, atol=1e-6)
+
+
+def test_pondernet_sample_takes_its_key_from_the_context():
+  xs = _xs()
+  module = linen.PonderNet(linen.GRU(H), max_steps=3, inference='sample',
+                           loop='scan')
+  rnn = linen.RNN(module, return_carry=True)
+  ctx = Context(key=jax.random.key(3))
+  variables = rnn.init(jax.random.key(0), xs, context=ctx)
+  carry, ys = rnn.apply(variables, xs, context=ctx)
+  cell = ponder.pondernet(cells.gru(H), 1, max_steps=3, inference='sample',
+                          loop='scan')
+  state, want = unroll(cell, variables['params']['cell']['cell'],
+                       cell.initial_state(B), xs, context=ctx)
+  chex.assert_trees_all_close(ys, want, rtol=1e-6, atol=1e-6)
+  chex.assert_trees_all_close(carry, state, rtol=1e-6, atol=1e-6)
+  with pytest.raises(ValueError, match='context.key is None'):
+    rnn.apply(variables, xs)

@@ -215,6 +215,24 @@ def test_wrapper_params_convert_both_ways(name):
     vnnx.from_params(module, params)
 
 
+def test_pondernet_sample_draws_its_key_as_dropout():
+  rngs = nnx.Rngs(0)
+  module = vnnx.PonderNet(vnnx.GRU(D + 1, H, rngs=rngs), max_steps=3,
+                          inference='sample', loop='scan', rngs=rngs)
+  rnn = vnnx.RNN(module)
+  xs = _xs()
+  ctx = Context(key=jax.random.key(3))
+  cell = ponder.pondernet(cells.gru(H), 1, max_steps=3, inference='sample',
+                          loop='scan')
+  _, want = unroll(cell, vnnx.to_params(module), cell.initial_state(B), xs,
+                   context=ctx)
+  chex.assert_trees_all_close(rnn(xs, context=ctx), want, **TOL)
+  assert rnn(xs).steps.shape == (B, T)        # a key of its own stream
+  module.eval()
+  with pytest.raises(ValueError, match='context.key is None'):
+    rnn(xs)
+
+
 def _pure(state):
   return vnnx.to_params(state)
 
