@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import vcrnn_jax
-from vcrnn_jax import act, cells, linen, rehn, vc
+from vcrnn_jax import act, cells, linen, ponder, rehn, repeat, skip, vc
 from vcrnn_jax.core import Context, cell_output
 from vcrnn_jax.unroll import unroll
 
@@ -45,6 +45,15 @@ CASES = {
             lambda: act.adaptive(cells.lstm(H), 2, max_steps=5)),
     'act_no_readout': (lambda: linen.ACT(linen.GRU(H), max_steps=5),
                        lambda: act.adaptive(cells.gru(H), None, max_steps=5)),
+    # The family of ACT's: the 'scan' loop compiles faster.
+    'ponder': (lambda: linen.PonderNet(linen.Elman(H), output_size=2,
+                                       max_steps=3, epsilon=0.1, loop='scan'),
+               lambda: ponder.pondernet(cells.elman(H), 2, max_steps=3,
+                                        epsilon=0.1, loop='scan')),
+    'repeat': (lambda: linen.Repeat(linen.LSTM(4), repetitions=2),
+               lambda: repeat.repeat(cells.lstm(4), 2)),
+    'skip': (lambda: linen.Skip(linen.GRU(H), update_bias=0.5),
+             lambda: skip.skip(cells.gru(H), update_bias=0.5)),
 }
 
 
@@ -89,7 +98,8 @@ def test_every_factory_option_is_a_module_field():
            (linen.RHN, rehn.srhn), (linen.SREHN, rehn.srehn),
            (linen.EIREHN, rehn.ei_rehn), (linen.VCRNN, vc.vcrnn),
            (linen.VCGRU, vc.vcgru), (linen.Stack, cells.stack),
-           (linen.ACT, act.adaptive)]
+           (linen.ACT, act.adaptive), (linen.PonderNet, ponder.pondernet),
+           (linen.Repeat, repeat.repeat), (linen.Skip, skip.skip)]
   renamed = {'hidden_size': 'features', 'cell': 'inner'}
   for module, factory in pairs:
     fields = set(module.__dataclass_fields__)
@@ -353,3 +363,21 @@ def test_module_under_nn_rnn_gradients_equal_unroll(name):
   chex.assert_trees_all_close(carry, state, rtol=1e-5, atol=1e-6)
   chex.assert_trees_all_close(grads['params']['cell']['cell'], want_grads,
                               rtol=1e-5, atol=1e-6)
+
+
+def test_pondernet_sample_takes_its_key_from_the_context():
+  xs = _xs()
+  module = linen.PonderNet(linen.GRU(H), max_steps=3, inference='sample',
+                           loop='scan')
+  rnn = linen.RNN(module, return_carry=True)
+  ctx = Context(key=jax.random.key(3))
+  variables = rnn.init(jax.random.key(0), xs, context=ctx)
+  carry, ys = rnn.apply(variables, xs, context=ctx)
+  cell = ponder.pondernet(cells.gru(H), 1, max_steps=3, inference='sample',
+                          loop='scan')
+  state, want = unroll(cell, variables['params']['cell']['cell'],
+                       cell.initial_state(B), xs, context=ctx)
+  chex.assert_trees_all_close(ys, want, rtol=1e-6, atol=1e-6)
+  chex.assert_trees_all_close(carry, state, rtol=1e-6, atol=1e-6)
+  with pytest.raises(ValueError, match='context.key is None'):
+    rnn.apply(variables, xs)

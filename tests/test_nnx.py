@@ -13,7 +13,7 @@ import orbax.checkpoint as ocp
 import pytest
 
 import vcrnn_jax
-from vcrnn_jax import act, cells, rehn, vc
+from vcrnn_jax import act, cells, ponder, rehn, repeat, skip, vc
 from vcrnn_jax import nnx as vnnx
 from vcrnn_jax.core import Context, cell_output
 from vcrnn_jax.unroll import unroll
@@ -58,6 +58,18 @@ CASES = {
             lambda: act.adaptive(
                 act.adaptive(cells.elman(H), None, max_steps=2, loop='scan'),
                 2, max_steps=2, halting_bias=0.0, loop='scan')),
+    # PonderNet and Repeat feed their cell the first-step flag, Skip does not.
+    'ponder': (lambda r: vnnx.PonderNet(
+        vnnx.Elman(D + 1, H, rngs=r), output_size=2, max_steps=3,
+        epsilon=0.1, loop='scan', rngs=r),
+               lambda: ponder.pondernet(cells.elman(H), 2, max_steps=3,
+                                        epsilon=0.1, loop='scan')),
+    'repeat': (lambda r: vnnx.Repeat(vnnx.LSTM(D + 1, H, rngs=r),
+                                     repetitions=2, rngs=r),
+               lambda: repeat.repeat(cells.lstm(H), 2)),
+    'skip': (lambda r: vnnx.Skip(vnnx.GRU(D, H, rngs=r), update_bias=0.5,
+                                 rngs=r),
+             lambda: skip.skip(cells.gru(H), update_bias=0.5)),
 }
 
 
@@ -151,7 +163,8 @@ def test_every_factory_option_is_a_constructor_argument():
            (vnnx.SRHN, rehn.srhn), (vnnx.SREHN, rehn.srehn),
            (vnnx.EIREHN, rehn.ei_rehn), (vnnx.VCRNN, vc.vcrnn),
            (vnnx.VCGRU, vc.vcgru), (vnnx.Stack, cells.stack),
-           (vnnx.ACT, act.adaptive)]
+           (vnnx.ACT, act.adaptive), (vnnx.PonderNet, ponder.pondernet),
+           (vnnx.Repeat, repeat.repeat), (vnnx.Skip, skip.skip)]
   for module, factory in pairs:
     args = inspect.signature(module.__init__).parameters
     assert 'rngs' in args and 'deterministic' in args, module.__name__
@@ -189,6 +202,37 @@ def test_params_convert_both_ways():
     vnnx.from_params(vnnx.GRU(D, H, rngs=nnx.Rngs(0)), bad)
 
 
+@pytest.mark.parametrize('name', ['ponder', 'repeat', 'skip'])
+def test_wrapper_params_convert_both_ways(name):
+  make, pure = CASES[name]
+  module = make(nnx.Rngs(0))
+  params = pure().init(jax.random.key(7), D)
+  vnnx.from_params(module, params)
+  chex.assert_trees_all_close(vnnx.to_params(module), params)
+  assert set(_pure(nnx.state(module, nnx.Param))) == set(params)
+  del params['cell']
+  with pytest.raises(ValueError, match=r"missing \[\"\['cell'\]"):
+    vnnx.from_params(module, params)
+
+
+def test_pondernet_sample_draws_its_key_as_dropout():
+  rngs = nnx.Rngs(0)
+  module = vnnx.PonderNet(vnnx.GRU(D + 1, H, rngs=rngs), max_steps=3,
+                          inference='sample', loop='scan', rngs=rngs)
+  rnn = vnnx.RNN(module)
+  xs = _xs()
+  ctx = Context(key=jax.random.key(3))
+  cell = ponder.pondernet(cells.gru(H), 1, max_steps=3, inference='sample',
+                          loop='scan')
+  _, want = unroll(cell, vnnx.to_params(module), cell.initial_state(B), xs,
+                   context=ctx)
+  chex.assert_trees_all_close(rnn(xs, context=ctx), want, **TOL)
+  assert rnn(xs).steps.shape == (B, T)        # a key of its own stream
+  module.eval()
+  with pytest.raises(ValueError, match='context.key is None'):
+    rnn(xs)
+
+
 def _pure(state):
   return vnnx.to_params(state)
 
@@ -200,6 +244,11 @@ def test_wrappers_check_the_modules_they_wrap():
                rngs=rngs)
   with pytest.raises(ValueError, match='first-step flag'):
     vnnx.ACT(vnnx.GRU(1, H, rngs=rngs), rngs=rngs)
+  for wrapper in (vnnx.PonderNet, vnnx.Repeat):
+    with pytest.raises(ValueError, match='first-step flag'):
+      wrapper(vnnx.GRU(1, H, rngs=rngs), rngs=rngs)
+  with pytest.raises(ValueError, match='wraps a vcrnn_jax.nnx module'):
+    vnnx.Skip(object(), rngs=rngs)
   with pytest.raises(ValueError, match='neither a .params. nor'):
     vnnx.GRU(D, H, rngs=nnx.Rngs(dropout=0))
 

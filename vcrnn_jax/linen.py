@@ -45,7 +45,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from vcrnn_jax import act, cells, loops, rehn, vc
+from vcrnn_jax import act, cells, loops, ponder, rehn, repeat, skip, vc
 from vcrnn_jax.cells import _common
 from vcrnn_jax.core import Cell, Context, as_context
 
@@ -378,6 +378,156 @@ class ACT(CellModule):
   @nn.nowrap
   def initialize_carry(self, rng, input_shape):
     return self.inner.initialize_carry(rng, input_shape)
+
+
+class PonderNet(CellModule):
+  """:func:`vcrnn_jax.ponder.pondernet` around another module's cell.
+
+  ``inner`` is any :class:`CellModule` (its ``make_cell()`` gives the
+  wrapped pure cell; it holds no params of its own, they live in the
+  PonderNet params' ``'cell'`` entry); the other fields are ``pondernet``'s
+  arguments. The wrapped cell reads the input plus ACT's first-step flag, as
+  in ACT. The per-step output is a :class:`vcrnn_jax.ponder.PonderOutput`;
+  ``nn.RNN`` stacks it over time like any pytree. The carry is the inner
+  cell's.
+
+  ``inference='sample'`` draws the halting from ``context.key``, which
+  ``flax.linen.RNN`` cannot pass: call the module with a
+  :class:`vcrnn_jax.core.Context` carrying a key, as for dropout (for
+  example ``linen.RNN(...)(xs, context=Context(key=key))``); ``'train'``
+  and ``'median'`` need none.
+
+  Example:
+
+    >>> import jax, jax.numpy as jnp
+    >>> from flax import linen as nn
+    >>> from vcrnn_jax import linen
+    >>> rnn = nn.RNN(linen.PonderNet(linen.GRU(16), output_size=1,
+    ...                              max_steps=5))
+    >>> xs = jnp.ones((2, 3, 4))                  # [batch, time, in]
+    >>> variables = rnn.init(jax.random.key(0), xs)
+    >>> out = rnn.apply(variables, xs)
+    >>> out.output.shape, out.probs.shape
+    ((2, 3, 1), (2, 3, 5))
+  """
+  inner: CellModule
+  output_size: int = 1
+  max_steps: int = 20
+  epsilon: float = 0.05
+  halting_bias: float = 0.0
+  inference: str = 'train'
+  loop: loops.LoopConfig | str = loops.LoopConfig()
+  kernel_init: Initializer = _common.default_kernel_init
+  param_dtype: Any = None
+
+  @nn.nowrap
+  def _wrap(self, inner: Cell) -> Cell:
+    return ponder.pondernet(
+        inner, self.output_size, max_steps=self.max_steps,
+        epsilon=self.epsilon, halting_bias=self.halting_bias,
+        inference=self.inference, loop=self.loop,
+        kernel_init=self.kernel_init, param_dtype=self.param_dtype)
+
+  @nn.nowrap
+  def make_cell(self) -> Cell:
+    return self._wrap(self.inner.make_cell())
+
+  @nn.nowrap
+  def cell_for_carry(self, carry: Any) -> Cell:
+    return self._wrap(self.inner.cell_for_carry(carry))
+
+  @nn.nowrap
+  def initialize_carry(self, rng, input_shape):
+    return self.inner.initialize_carry(rng, input_shape)
+
+
+class Repeat(CellModule):
+  """:func:`vcrnn_jax.repeat.repeat` around another module's cell.
+
+  ``inner`` is any :class:`CellModule` (its ``make_cell()`` gives the
+  wrapped pure cell; it holds no params of its own, they live in the Repeat
+  params' ``'cell'`` entry); ``repetitions`` is ``repeat``'s. The wrapped
+  cell reads the input plus ACT's first-step flag. The per-step output is the
+  inner cell's after the last repetition; the carry is the inner cell's.
+
+  Example:
+
+    >>> import jax, jax.numpy as jnp
+    >>> from flax import linen as nn
+    >>> from vcrnn_jax import linen
+    >>> rnn = nn.RNN(linen.Repeat(linen.GRU(16), repetitions=3))
+    >>> xs = jnp.ones((2, 5, 3))                  # [batch, time, in]
+    >>> variables = rnn.init(jax.random.key(0), xs)
+    >>> rnn.apply(variables, xs).shape
+    (2, 5, 16)
+  """
+  inner: CellModule
+  repetitions: int = 1
+
+  @nn.nowrap
+  def _wrap(self, inner: Cell) -> Cell:
+    return repeat.repeat(inner, self.repetitions)
+
+  @nn.nowrap
+  def make_cell(self) -> Cell:
+    return self._wrap(self.inner.make_cell())
+
+  @nn.nowrap
+  def cell_for_carry(self, carry: Any) -> Cell:
+    return self._wrap(self.inner.cell_for_carry(carry))
+
+  @nn.nowrap
+  def initialize_carry(self, rng, input_shape):
+    return self.inner.initialize_carry(rng, input_shape)
+
+
+class Skip(CellModule):
+  """:func:`vcrnn_jax.skip.skip` around another module's cell.
+
+  ``inner`` is any :class:`CellModule` (its ``make_cell()`` gives the
+  wrapped pure cell; it holds no params of its own, they live in the Skip
+  params' ``'cell'`` entry); the other fields are ``skip``'s arguments
+  (``features`` is the gate's feature function, not a width). The wrapped
+  cell reads the input unchanged. The per-step output is a
+  :class:`vcrnn_jax.skip.SkipOutput`; the carry is a
+  :class:`vcrnn_jax.skip.SkipState` around the inner cell's carry (its
+  width, as flax's, comes from that carry).
+
+  Example:
+
+    >>> import jax, jax.numpy as jnp
+    >>> from flax import linen as nn
+    >>> from vcrnn_jax import linen
+    >>> rnn = nn.RNN(linen.Skip(linen.LSTM(16)))
+    >>> xs = jnp.ones((2, 5, 3))                  # [batch, time, in]
+    >>> variables = rnn.init(jax.random.key(0), xs)
+    >>> out = rnn.apply(variables, xs)
+    >>> out.output.shape, out.update.shape
+    ((2, 5, 16), (2, 5))
+  """
+  inner: CellModule
+  update_bias: float = 1.0
+  features: Callable[[Any, jax.Array], jax.Array] | None = None
+  hard: bool = False
+  kernel_init: Initializer = _common.default_kernel_init
+  param_dtype: Any = None
+
+  @nn.nowrap
+  def _wrap(self, inner: Cell) -> Cell:
+    return skip.skip(
+        inner, update_bias=self.update_bias, features=self.features,
+        hard=self.hard, kernel_init=self.kernel_init,
+        param_dtype=self.param_dtype)
+
+  @nn.nowrap
+  def make_cell(self) -> Cell:
+    return self._wrap(self.inner.make_cell())
+
+  @nn.nowrap
+  def cell_for_carry(self, carry: Any) -> Cell:
+    if not isinstance(carry, skip.SkipState):
+      return self.make_cell()
+    return self._wrap(self.inner.cell_for_carry(carry.cell))
 
 
 def _select(pred: jax.Array, new: Any, old: Any) -> Any:

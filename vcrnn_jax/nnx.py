@@ -131,7 +131,7 @@ from flax import nnx
 import jax
 import jax.numpy as jnp
 
-from vcrnn_jax import act, cells, loops, rehn, vc
+from vcrnn_jax import act, cells, loops, ponder, rehn, repeat, skip, vc
 from vcrnn_jax.cells import _common
 from vcrnn_jax.core import Cell, Context, as_context, check_positive_int
 from vcrnn_jax.linen import _flatten_batch, _restore_batch
@@ -139,9 +139,10 @@ from vcrnn_jax.unroll import unroll
 
 Initializer = _common.Initializer
 
-__all__ = ['ACT', 'CellModule', 'EIREHN', 'Elman', 'GRU', 'LSTM', 'RHN', 'RNN',
-           'SREHN', 'SRHN', 'Stack', 'Step', 'VCGRU', 'VCRNN', 'from_params',
-           'set_step', 'to_params']
+__all__ = ['ACT', 'CellModule', 'EIREHN', 'Elman', 'GRU', 'LSTM',
+           'PonderNet', 'RHN', 'RNN', 'Repeat', 'SREHN', 'SRHN', 'Skip',
+           'Stack', 'Step', 'VCGRU', 'VCRNN', 'from_params', 'set_step',
+           'to_params']
 
 
 class Step(nnx.Variable):
@@ -902,6 +903,184 @@ class ACT(CellModule):
   def initialize_carry(self, input_shape: tuple, rngs: Any = None,
                        carry_init: Any = None) -> Any:
     return self.cell.initialize_carry(input_shape, rngs, carry_init)
+
+
+def _check_flagged(owner: str, cell: Any) -> None:
+  """A wrapper that feeds ``[x; flag]`` checks the module it wraps."""
+  if not isinstance(cell, CellModule):
+    raise ValueError(f'{owner} wraps a vcrnn_jax.nnx module, got '
+                     f'{type(cell).__name__}.')
+  if cell.in_features < 2:
+    raise ValueError(
+        f'{owner}: the wrapped cell reads the input plus the first-step flag, '
+        f'so it needs in_features >= 2 (input + 1), got {cell.in_features}.')
+
+
+class PonderNet(CellModule):
+  """:func:`vcrnn_jax.ponder.pondernet` around another module.
+
+  ``cell`` is any module of this file, built for the input plus ACT's
+  first-step flag: ``in_features + 1`` inputs, so the PonderNet module reads
+  ``cell.in_features - 1``. It is held as ``self.cell`` (the pure params'
+  ``'cell'`` entry); the PonderNet module adds ``output`` and ``halting``.
+  The other arguments are ``pondernet``'s. The per-step output is a
+  :class:`vcrnn_jax.ponder.PonderOutput`; the carry is the wrapped cell's.
+  The wrapped cell's dropout and training step reach it through the
+  PonderNet module's context.
+
+  ``inference='sample'`` draws the halting from a key per call, taken as the
+  modules take their dropout keys: from a ``'dropout'`` stream forked from
+  ``rngs`` at construction (so choose ``'sample'`` when building the module),
+  and only while ``deterministic`` is False (``model.eval()`` turns it off;
+  pass ``context=Context(key=...)`` then). That key is also the wrapped
+  cell's dropout key, as in the pure cell. ``'train'`` and ``'median'`` need
+  no key.
+
+  Example::
+
+    rngs = nnx.Rngs(0)
+    cell = vnnx.PonderNet(vnnx.GRU(4 + 1, 16, rngs=rngs), output_size=1,
+                          max_steps=5, rngs=rngs)      # reads 4 features
+    out = vnnx.RNN(cell)(jnp.ones((2, 3, 4)))
+    out.output, out.probs                              # (2, 3, 1), (2, 3, 5)
+  """
+
+  def __init__(self, cell: CellModule, output_size: int = 1, *,
+               max_steps: int = 20, epsilon: float = 0.05,
+               halting_bias: float = 0.0, inference: str = 'train',
+               loop: loops.LoopConfig | str = loops.LoopConfig(),
+               kernel_init: Initializer = _common.default_kernel_init,
+               param_dtype: Any = None, deterministic: bool = False,
+               rngs: nnx.Rngs):
+    _check_flagged('PonderNet', cell)
+    self.cell = cell
+    self.output_size = output_size
+    self.max_steps = max_steps
+    self.epsilon = epsilon
+    self.halting_bias = halting_bias
+    self.inference = inference
+    self.loop = loop
+    self.kernel_init = kernel_init
+    self.param_dtype = param_dtype
+    self._setup(cell.in_features - 1, rngs, deterministic, wrapped=['cell'])
+
+  def _uses_key(self) -> bool:
+    # pylint: disable=protected-access
+    return self.inference == 'sample' or self.cell._uses_key()
+
+  def _step_variable(self) -> Step | None:
+    return self.cell._step_variable()  # pylint: disable=protected-access
+
+  def make_cell(self) -> Cell:
+    return ponder.pondernet(
+        self.cell.make_cell(), self.output_size, max_steps=self.max_steps,
+        epsilon=self.epsilon, halting_bias=self.halting_bias,
+        inference=self.inference, loop=self.loop,
+        kernel_init=self.kernel_init, param_dtype=self.param_dtype)
+
+  def initialize_carry(self, input_shape: tuple, rngs: Any = None,
+                       carry_init: Any = None) -> Any:
+    return self.cell.initialize_carry(input_shape, rngs, carry_init)
+
+
+class Repeat(CellModule):
+  """:func:`vcrnn_jax.repeat.repeat` around another module.
+
+  ``cell`` is any module of this file, built for the input plus ACT's
+  first-step flag: ``in_features + 1`` inputs, so the Repeat module reads
+  ``cell.in_features - 1``. It is held as ``self.cell`` (the pure params'
+  only entry, ``'cell'``); ``repetitions`` is ``repeat``'s. The per-step
+  output is the wrapped cell's after the last repetition; the carry is the
+  wrapped cell's. The wrapped cell's dropout and training step reach it
+  through the Repeat module's context.
+
+  Example::
+
+    rngs = nnx.Rngs(0)
+    cell = vnnx.Repeat(vnnx.GRU(4 + 1, 16, rngs=rngs), repetitions=3,
+                       rngs=rngs)                      # reads 4 features
+    ys = vnnx.RNN(cell)(jnp.ones((2, 5, 4)))           # (2, 5, 16)
+  """
+
+  def __init__(self, cell: CellModule, repetitions: int = 1, *,
+               deterministic: bool = False, rngs: nnx.Rngs):
+    _check_flagged('Repeat', cell)
+    self.cell = cell
+    self.repetitions = repetitions
+    self._setup(cell.in_features - 1, rngs, deterministic, wrapped=['cell'])
+
+  def _uses_key(self) -> bool:
+    return self.cell._uses_key()  # pylint: disable=protected-access
+
+  def _step_variable(self) -> Step | None:
+    return self.cell._step_variable()  # pylint: disable=protected-access
+
+  def make_cell(self) -> Cell:
+    return repeat.repeat(self.cell.make_cell(), self.repetitions)
+
+  def initialize_carry(self, input_shape: tuple, rngs: Any = None,
+                       carry_init: Any = None) -> Any:
+    return self.cell.initialize_carry(input_shape, rngs, carry_init)
+
+
+class Skip(CellModule):
+  """:func:`vcrnn_jax.skip.skip` around another module.
+
+  ``cell`` is any module of this file, built for the input itself (Skip adds
+  no flag): the Skip module reads ``cell.in_features``. It is held as
+  ``self.cell`` (the pure params' ``'cell'`` entry); the Skip module adds
+  ``update`` (the gate's ``kernel`` and ``bias``). The other arguments are
+  ``skip``'s. The per-step output is a :class:`vcrnn_jax.skip.SkipOutput`;
+  the carry is a :class:`vcrnn_jax.skip.SkipState` (the wrapped cell's
+  carry, the update probability and the last output). The wrapped cell's
+  dropout and training step reach it through the Skip module's context.
+  ``nnx.view(model, hard=True)`` (or ``set_attributes(hard=True)``) runs
+  the hard inference path on the same params.
+
+  Example::
+
+    rngs = nnx.Rngs(0)
+    cell = vnnx.Skip(vnnx.LSTM(4, 16, rngs=rngs), rngs=rngs)
+    out = vnnx.RNN(cell)(jnp.ones((2, 5, 4)))
+    out.output, out.update                             # (2, 5, 16), (2, 5)
+  """
+
+  def __init__(self, cell: CellModule, *, update_bias: float = 1.0,
+               features: (Callable[[Any, jax.Array], jax.Array]
+                          | None) = None,
+               hard: bool = False,
+               kernel_init: Initializer = _common.default_kernel_init,
+               param_dtype: Any = None, deterministic: bool = False,
+               rngs: nnx.Rngs):
+    if not isinstance(cell, CellModule):
+      raise ValueError('Skip wraps a vcrnn_jax.nnx module, got '
+                       f'{type(cell).__name__}.')
+    self.cell = cell
+    self.update_bias = update_bias
+    self.features = features
+    self.hard = hard
+    self.kernel_init = kernel_init
+    self.param_dtype = param_dtype
+    self._setup(cell.in_features, rngs, deterministic, wrapped=['cell'])
+
+  def _uses_key(self) -> bool:
+    return self.cell._uses_key()  # pylint: disable=protected-access
+
+  def _step_variable(self) -> Step | None:
+    return self.cell._step_variable()  # pylint: disable=protected-access
+
+  def make_cell(self) -> Cell:
+    return skip.skip(
+        self.cell.make_cell(), update_bias=self.update_bias,
+        features=self.features, hard=self.hard, kernel_init=self.kernel_init,
+        param_dtype=self.param_dtype)
+
+  def set_view(self, deterministic: bool | None = None,
+               hard: bool | None = None) -> None:
+    """What ``nnx.view(model, deterministic=..., hard=...)`` sets."""
+    super().set_view(deterministic=deterministic)
+    if hard is not None:
+      self.hard = hard
 
 
 # ----------------------------------------------------------------------------
