@@ -1,0 +1,213 @@
+"""Does Skip-RNN's hard inference path make skipped steps free? Hard vs soft.
+
+``skip.skip(cell, hard=True)`` runs the wrapped cell under a ``lax.cond`` on
+whether any row of the batch updates, so a step on which every row skips
+costs only the gate; ``hard=False`` (the training path) always runs the
+wrapped cell and selects. This benchmark measures, side by side in one run,
+the time of a jitted forward-only ``vcrnn_jax.unroll`` (a ``lax.scan`` over
+``--steps`` steps, so dispatch does not dominate) at ``D = --hidden`` for:
+
+  * ``soft``: ``skip.skip(cell)``, the wrapped cell at every step;
+  * ``hard``: ``skip.skip(cell, hard=True)``;
+  * ``plain``: the wrapped cell alone (``--cell``, Elman by default), with
+    no gate: what a step that updates cannot go below.
+
+The gate's kernel is zero and its bias logit(q) with q = 0.5 / (k - 0.5),
+so Delta-u~ = q on every step and every row updates exactly once every
+k = round(1 / f) steps (S4: u~ grows by q from q after an update and rounds
+to 1 at the k-th step), for each target fraction f in ``--fractions``; the
+table reports the measured fraction ``ys.update.mean()``.
+
+At batch > 1 a step is skipped only when *every* row skips. With identical
+rows ("same": same Delta-u~ and initial u~ everywhere) all rows update on
+the same steps, the best case for the hard path. The "phased" rows (batch >
+1, fraction ``--phased``) have the same period but initial u~ varied per row
+(row b starts as if it updated b mod k steps ago), so the rows' updates fall
+on different steps: with batch >= k some row updates on every step
+(``runs`` = 1, the fraction of steps on which the cell runs) and the hard
+path saves nothing, although each row still updates only a fraction f of
+its steps.
+
+Usage (the machine is shared)::
+
+  python -m benchmarks.skip_inference           # ~2 minutes
+  python -m benchmarks.skip_inference --quick   # seconds (the smoke test)
+
+Result on CPU-2 (2 cores, shared with another job), jax 0.10.2, Elman, 100
+steps per scan, median of 15; ``python -m benchmarks.skip_inference``, 1 min
+55 s (ms are per scan of 100 steps; the other job's load moves them by up
+to 2x between rows, the ratios within a row are steadier)::
+
+  hidden batch   rows update runs ms soft ms hard ms plain hard/soft hard/plain
+     256     1   same  0.100 0.10    1.10    0.35     0.90     0.317      0.389
+     256     1   same  0.340 0.34    1.02    0.55     0.80     0.541      0.690
+     256     1   same  0.500 0.50    0.97    0.63     0.82     0.646      0.764
+     256     1   same  1.000 1.00    1.05    1.10     0.85     1.046      1.296
+     256    64   same  0.100 0.10   33.36    7.22    32.51     0.216      0.222
+     256    64   same  0.340 0.34   32.04   13.46    29.58     0.420      0.455
+     256    64   same  0.500 0.50   30.74   18.28    28.42     0.595      0.643
+     256    64   same  1.000 1.00   28.31   28.44    27.21     1.005      1.045
+     256    64 phased  0.100 1.00   29.28   29.08    28.27     0.993      1.028
+    1024     1   same  0.100 0.10   26.01    3.07    26.47     0.118      0.116
+    1024     1   same  0.340 0.34   22.02    7.95    21.82     0.361      0.365
+    1024     1   same  0.500 0.50   23.97   12.15    22.94     0.507      0.530
+    1024     1   same  1.000 1.00   27.71   27.55    27.82     0.994      0.990
+    1024    64   same  0.100 0.10  448.51   59.08   436.31     0.132      0.135
+    1024    64   same  0.340 0.34  286.64  108.81   279.40     0.380      0.389
+    1024    64   same  0.500 0.50  472.89  259.76   450.45     0.549      0.577
+    1024    64   same  1.000 1.00  258.07  280.65   283.35     1.088      0.990
+    1024    64 phased  0.100 1.00  415.92  461.39   453.00     1.109      1.019
+
+Reading: with rows in step, hard/soft follows the update fraction (0.12-0.13
+at D=1024 for f=0.1, 0.38 for f=0.34, 0.55 for f=0.5): a skipped step costs
+close to nothing. At D=256, batch 1 the gate and the cond are a visible
+part of a tiny step (0.32 at f=0.1; 1.30x the plain cell at f=1). At f=1,
+and for the phased rows (runs = 1 although each row updates 10% of its
+steps), the hard path saves nothing and costs the gate: ~1.0-1.1x soft.
+"""
+
+import argparse
+import math
+import statistics
+import sys
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from vcrnn_jax import cells, skip
+from vcrnn_jax.unroll import unroll
+
+CELLS = {'elman': cells.elman, 'gru': cells.gru, 'lstm': cells.lstm}
+QUICK = ['--hidden=32', '--batches=1,4', '--steps=20', '--fractions=0.1,1.0',
+         '--repeats=2']
+KEYS = ('hidden', 'batch', 'rows', 'fraction', 'runs', 'ms_soft', 'ms_hard',
+        'ms_plain', 'hard/soft', 'hard/plain')
+
+
+def period(fraction):
+  """Steps between two updates for a target update fraction."""
+  return max(1, round(1.0 / fraction))
+
+
+def gate_params(params, k):
+  """``params`` with Delta-u~ = 0.5 / (k - 0.5): an update every k steps."""
+  q = 0.5 / (k - 0.5)
+  bias = 30.0 if q >= 1.0 else math.log(q / (1.0 - q))
+  update = params['update']
+  return {**params, 'update': {
+      'kernel': jnp.zeros_like(update['kernel']),
+      'bias': jnp.full_like(update['bias'], bias)}}
+
+
+def phased_state(state, k):
+  """``state`` with row b's initial u~ = (k - b mod k) q: it first updates
+  at step b mod k + 1 (0-based step b mod k), then every k steps."""
+  batch = state.update_prob.shape[0]
+  q = 0.5 / (k - 0.5)
+  j = k - np.arange(batch) % k
+  prob = np.minimum(j * q, 1.0).astype(np.float32)
+  return state._replace(update_prob=jnp.asarray(prob,
+                                                state.update_prob.dtype))
+
+
+def make_run(cell):
+  @jax.jit
+  def run(params, state, xs):
+    return unroll(cell, params, state, xs)
+  return run
+
+
+def timed(jobs, repeats):
+  """Median seconds of each job; one warm-up (compile) run each first, then
+  the jobs take turns so load hits them alike."""
+  outs = {k: jax.block_until_ready(fn(*a)) for k, (fn, a) in jobs.items()}
+  times = {k: [] for k in jobs}
+  for _ in range(repeats):
+    for k, (fn, a) in jobs.items():
+      t0 = time.perf_counter()
+      jax.block_until_ready(fn(*a))
+      times[k].append(time.perf_counter() - t0)
+  return outs, {k: statistics.median(v) for k, v in times.items()}
+
+
+def main(argv=None):
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument('--hidden', default='256,1024',
+                      help='comma-separated D (input size = D)')
+  parser.add_argument('--steps', type=int, default=100,
+                      help='time steps in one timed lax.scan')
+  parser.add_argument('--batches', default='1,64',
+                      help='comma-separated batch sizes')
+  parser.add_argument('--fractions', default='0.1,0.3,0.5,1.0',
+                      help='comma-separated target update fractions')
+  parser.add_argument('--phased', type=float, default=0.1,
+                      help='fraction of the out-of-phase rows at batch > 1 '
+                      '(0: none)')
+  parser.add_argument('--cell', default='elman', choices=tuple(CELLS),
+                      help='the wrapped cell')
+  parser.add_argument('--repeats', type=int, default=15,
+                      help='timed runs per configuration (median)')
+  parser.add_argument('--quick', action='store_true',
+                      help='tiny settings (' + ' '.join(QUICK) + '), which '
+                      'override the others')
+  args = parser.parse_args(argv)
+  if args.quick:
+    args = parser.parse_args(
+        (sys.argv[1:] if argv is None else list(argv)) + QUICK)
+  hiddens = [int(h) for h in args.hidden.split(',')]
+  batches = [int(b) for b in args.batches.split(',')]
+  fractions = [float(f) for f in args.fractions.split(',')]
+  if min(hiddens + batches + [args.steps, args.repeats]) < 1:
+    parser.error('--hidden, --batches, --steps and --repeats must be >= 1')
+  if any(not 0.0 < f <= 1.0 for f in fractions + [args.phased or 1.0]):
+    parser.error('--fractions and --phased must be in (0, 1]')
+
+  print(f'jax {jax.__version__} on {jax.devices()[0].device_kind} '
+        f'({jax.default_backend()}); {args.cell}, {args.steps} steps per '
+        f'scan, median of {args.repeats}')
+  print(f'{"hidden":>6} {"batch":>5} {"rows":>6} {"update":>6} {"runs":>4} '
+        f'{"ms soft":>7} {"ms hard":>7} {"ms plain":>8} {"hard/soft":>9} '
+        f'{"hard/plain":>10}')
+  results = []
+  for n in hiddens:
+    inner = CELLS[args.cell](n)
+    soft, hard = skip.skip(inner), skip.skip(inner, hard=True)
+    run_soft, run_hard, run_plain = map(make_run, (soft, hard, inner))
+    params = soft.init(jax.random.PRNGKey(0), n)
+    for batch in batches:
+      xs = jax.random.normal(jax.random.PRNGKey(1), (batch, args.steps, n))
+      cases = [('same', f) for f in fractions]
+      if batch > 1 and args.phased:
+        cases.append(('phased', args.phased))
+      for rows, fraction in cases:
+        k = period(fraction)
+        p = gate_params(params, k)
+        state = soft.initial_state(batch)
+        if rows == 'phased':
+          state = phased_state(state, k)
+        jobs = {'soft': (run_soft, (p, state, xs)),
+                'hard': (run_hard, (p, state, xs)),
+                'plain': (run_plain, (params['cell'],
+                                      inner.initial_state(batch), xs))}
+        outs, med = timed(jobs, args.repeats)
+        update = np.asarray(outs['hard'][1].update, np.float64)
+        row = {'hidden': n, 'batch': batch, 'rows': rows,
+               'fraction': float(update.mean()),
+               'runs': float(update.max(axis=0).mean()),
+               'ms_soft': med['soft'] * 1e3, 'ms_hard': med['hard'] * 1e3,
+               'ms_plain': med['plain'] * 1e3,
+               'hard/soft': med['hard'] / med['soft'],
+               'hard/plain': med['hard'] / med['plain']}
+        results.append(row)
+        print(f'{n:>6} {batch:>5} {rows:>6} {row["fraction"]:>6.3f} '
+              f'{row["runs"]:>4.2f} {row["ms_soft"]:>7.2f} '
+              f'{row["ms_hard"]:>7.2f} {row["ms_plain"]:>8.2f} '
+              f'{row["hard/soft"]:>9.3f} {row["hard/plain"]:>10.3f}',
+              flush=True)
+  return results
+
+
+if __name__ == '__main__':
+  main()
