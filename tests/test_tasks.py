@@ -586,5 +586,6 @@ def test_get_rejects_unknown_names_and_arguments():
     tasks.get('copy')
   with pytest.raises(
       ValueError,
-      match=r"unknown argument\(s\) \['bitz'\]; allowed: \['bits', 'layout'\]"):
+      match=(r"unknown argument\(s\) \['bitz'\]; allowed: \['bits', "
+             r"'layout', 'min_count', 'max_count'\]")):
     tasks.get('parity', bitz=3)

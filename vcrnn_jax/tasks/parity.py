@@ -18,6 +18,16 @@ Reading of the paper, as implemented:
   bits"); under the other reading the random signs would carry no information;
 * ``difficulty`` is ``k``, the number of non-zero elements (Figure 6).
 
+``min_count``/``max_count`` narrow the range of ``k`` (default ``1..bits``,
+the ACT paper's task, with the same random stream). PonderNet's
+extrapolation (Banino et al. 2021, Sec. 3.1; vcrnn_jax.papers.family) reads
+as: vectors of 96 elements, training on ``k`` uniform on ``1..48`` and
+testing on ``k`` uniform on ``49..96``, i.e. two tasks of the same ``bits``
+that differ only in this range. With ``layout='prefix'`` the elements past
+``max_count`` are then never non-zero in training, so their input weights are
+never trained; the public PonderNet reproductions shuffle the non-zero
+elements (``layout='random'``), under which every position is seen.
+
 The text does not say *which* ``k`` elements are non-zero. Two layouts:
 
 * ``layout='prefix'`` (the default): the first ``k``, i.e. a ``k``-bit vector
@@ -68,13 +78,15 @@ def parity_targets(x: jax.Array) -> jax.Array:
 # The arguments are checked (as Python ints) outside jit, in task().sample;
 # the drawing is jitted with them static, so an eager call compiles once (not
 # op by op) and tasks with equal settings share the compiled function.
-@functools.partial(jax.jit, static_argnums=(1, 2, 3, 4))
+@functools.partial(jax.jit, static_argnums=(1, 2, 3, 4, 5, 6))
 def _draw(key: jax.Array, batch_size: int, difficulty: int | None,
-          bits: int, layout: str) -> base.Batch:
+          bits: int, layout: str, min_count: int,
+          max_count: int) -> base.Batch:
   """Draws a parity batch from validated arguments (see :func:`task`)."""
   count_bits, noise, sign_bits = base.random_bits(
       key, batch_size, [(), (bits,), (bits,)])
-  count = base.uniform_ints(count_bits, 1, bits, difficulty)
+  count = base.uniform_ints(count_bits, min_count, max_count,
+                          difficulty)
   # argsort of i.i.d. uniforms is a uniformly random permutation, so the
   # positions whose permuted index is < count are a uniform count-subset
   # (ties among 32-bit noise are negligible and still give a valid subset).
@@ -99,7 +111,8 @@ def _draw(key: jax.Array, batch_size: int, difficulty: int | None,
 LAYOUTS = ('random', 'prefix')
 
 
-def task(bits: int = 64, layout: str = 'prefix') -> base.Task:
+def task(bits: int = 64, layout: str = 'prefix', *, min_count: int = 1,
+         max_count: int | None = None) -> base.Task:
   """Returns the parity task (Section 3.1) on input vectors of size ``bits``.
 
   Args:
@@ -107,6 +120,10 @@ def task(bits: int = 64, layout: str = 'prefix') -> base.Task:
     layout: which ``k`` elements are non-zero: 'prefix' (the first ``k``, the
       default) or 'random' (a uniformly random ``k``-subset); see the module
       docstring.
+    min_count: the fewest non-zero elements drawn (default 1).
+    max_count: the most non-zero elements drawn (default ``bits``): ``k`` is
+      uniform on ``min_count..max_count`` (PonderNet's extrapolation trains
+      on ``1..48`` and tests on ``49..96`` of 96; module docstring).
 
   Returns:
     A :class:`~vcrnn_jax.tasks.base.Task` with ``input_size=bits``,
@@ -114,10 +131,13 @@ def task(bits: int = 64, layout: str = 'prefix') -> base.Task:
     ``sample`` gives ``inputs [B, 1, bits]`` float32 in {-1, 0, 1},
     ``targets [B, 1, 1]`` float32, ``mask`` all ones and ``difficulty [B]`` the
     number of non-zero bits. ``sample(..., difficulty=k)`` forces ``k`` non-zero
-    bits in every vector; ``seq_len`` may only be 1.
+    bits in every vector, any ``k`` in ``1..bits`` (also outside
+    ``min_count..max_count``, to probe a model beyond its training range);
+    ``seq_len`` may only be 1.
 
   Raises:
-    ValueError: if ``bits`` is not a positive integer or ``layout`` is unknown.
+    ValueError: if ``bits`` is not a positive integer, ``layout`` is unknown,
+      or not ``1 <= min_count <= max_count <= bits``.
 
   Example::
 
@@ -128,6 +148,9 @@ def task(bits: int = 64, layout: str = 'prefix') -> base.Task:
   bits = base.check_int('bits', bits, 1)
   if layout not in LAYOUTS:
     raise ValueError(f'layout must be one of {list(LAYOUTS)}, got {layout!r}.')
+  max_count = base.check_int('max_count', bits if max_count is None
+                             else max_count, 1, bits)
+  min_count = base.check_int('min_count', min_count, 1, max_count)
 
   def sample(key: jax.Array, batch_size: int, *,
              difficulty: int | None = None,
@@ -137,7 +160,8 @@ def task(bits: int = 64, layout: str = 'prefix') -> base.Task:
     difficulty = base.check_optional_int('difficulty', difficulty, 1, bits)
     # Every parity sequence is one step long (Section 3.1).
     base.check_optional_int('seq_len', seq_len, 1, 1)
-    return _draw(key, batch_size, difficulty, bits, layout)
+    return _draw(key, batch_size, difficulty, bits, layout,
+                 min_count, max_count)
 
   loss, sequence_errors = base.make_metrics('parity', 1, 'sigmoid')
   return base.Task(

@@ -1,0 +1,191 @@
+r"""PonderNet Sec. 3.1: RNN, ACT, Repeat-RNN and PonderNet on parity.
+
+The main commands, one per method and setting (the same inner cell, width and
+number of updates for all four)::
+
+  python -m experiments.family_parity --method=pondernet \
+      --setting=interpolation
+  python -m experiments.family_parity --method=act --setting=extrapolation
+
+train a GRU of 128 units (``--cell``, ``--hidden_size``) wrapped by
+``--method`` (``rnn``: none; ``act``: ACT with ``--tau``; ``repeat``:
+Repeat-RNN with ``--rho``; ``pondernet``: PonderNet with ``--beta``,
+``--lambda_p``) on ACT's parity task, with Adam (learning rate 3e-4, batch
+128) for ``--steps`` updates. ``--setting=interpolation``: vectors of 64
+elements, 1-64 of them non-zero (uniformly) at training and test;
+``--setting=extrapolation``: vectors of 96 elements, 1-48 non-zero at
+training, 49-96 at test. Every ``--eval_every`` steps metrics.jsonl gets the
+accuracy (1 - sequence error) and mean ponder on 1,000 fixed held-out vectors
+of the test range; at the end ``results.json`` holds the final accuracy,
+ponder, seconds per update (1 / the trainer's ``steps_per_sec`` of the last
+interval) and a row per number of non-zero elements (1 to the vector size:
+accuracy, ponder and steps), then ``ponder_by_count.png`` plots them.
+
+Ponder per method (vcrnn_jax.papers.family.parity): ACT's ponder cost N + R;
+PonderNet's steps at inference, halting at the median of p (P5); Repeat's
+rho; 1 for the RNN. The defaults and their sources are listed there.
+
+The non-zero elements sit at random positions (``--layout=random``, as the
+public PonderNet reproductions shuffle them): with ACT's prefix layout the
+extrapolation's elements 49-96 would never be non-zero in training.
+
+A first check on CPU-2 (2 cores, shared), reduced size: interpolation on 16
+elements, GRU of 64 units, 15,000 updates at learning rate 1e-3, one seed::
+
+  python -m experiments.family_parity --method=<m> --setting=interpolation \
+      --bits=16 --hidden_size=64 --steps=15000 --eval_every=5000 \
+      --learning_rate=1e-3 --count_batch_size=500
+
+=========  ========================  ======  ==================
+method     accuracy at 5k/10k/15k    ponder  seconds per update
+=========  ========================  ======  ==================
+rnn        0.511 / 0.510 / 0.537     1       1.8e-3
+act        0.556 / 0.519 / 0.543     2.005   2.3e-3
+repeat     0.667 / 0.839 / 0.963     3       2.1e-3
+pondernet  0.654 / 0.826 / 0.901     8.99    1.3e-2
+=========  ========================  ======  ==================
+
+(1,000 held-out vectors.) ACT's ponder collapsed to one step (N = 1, so N
++ R = 2) and it stayed at chance, as ACT's own runs of the random layout do
+(vcrnn_jax.tasks.parity); the RNN (one step: a feed-forward net) is at
+chance too. Repeat-RNN (rho = 3) learns fastest, Fojo et al.'s finding.
+PonderNet learns, at about six times Repeat's cost per update, but its
+median halting step falls with the number of non-zero elements (20 steps at
+1, 11.7 at 4, 7.2 at 10, 3.4 at 16; accuracy 1.0, 1.0, 0.95, 0.61): the
+opposite of PonderNet's Fig. 3 at this short budget. The extrapolation
+setting and the full size (64/96 elements, 128 units, 100k updates) were
+not run.
+"""
+
+from absl import flags
+
+from experiments import _common
+from vcrnn_jax import tasks
+from vcrnn_jax.files import atomic_write
+from vcrnn_jax.papers.family import parity as family_parity
+from vcrnn_jax.papers.family import plots as family_plots
+
+_D = family_parity.ModelConfig()
+
+flags.DEFINE_enum('method', _D.method, list(family_parity.METHODS),
+                  'The model: "rnn" (the cell alone), "act" (Adaptive '
+                  'Computation Time), "repeat" (Repeat-RNN, each input '
+                  'presented --rho times) or "pondernet".')
+flags.DEFINE_enum('setting', 'interpolation',
+                  list(family_parity.SETTINGS),
+                  'PonderNet Sec. 3.1: "interpolation" (64 elements, 1-64 '
+                  'non-zero at training and test) or "extrapolation" (96 '
+                  'elements, 1-48 non-zero at training, 49-96 at test).')
+_common.define_positive_int('bits', None, 'Elements per vector (default: '
+                            'the setting\'s, 64 or 96); extrapolation then '
+                            'trains on 1..bits/2 non-zero and tests on the '
+                            'rest, for small runs.')
+flags.DEFINE_enum('layout', 'random', list(tasks.parity.LAYOUTS),
+                  'Which k elements are non-zero: "random" (a uniformly '
+                  'random k-subset, as the public PonderNet reproductions) '
+                  'or "prefix" (the first k, ACT\'s binaries\' default).')
+flags.DEFINE_enum('cell', _D.cell, list(family_parity.CELLS),
+                  'Inner recurrent cell of every method (public PonderNet '
+                  'reproductions: a GRU).')
+_common.define_positive_int('hidden_size', _D.hidden_size, 'Units of the '
+                            'inner cell (public PonderNet reproductions: '
+                            '128).')
+_common.define_positive_int('max_steps', _D.max_steps, 'Most ponder steps '
+                            'of ACT (M) and PonderNet (N) (PonderNet: N <= '
+                            '20).')
+_common.define_float('tau', _D.tau, 'ACT time penalty tau of Eq. 12 (ACT\'s '
+                     'parity grid: 0.01).')
+_common.define_float('act_epsilon', _D.act_epsilon, 'ACT halting threshold '
+                     'epsilon of Eq. 7 (ACT: 0.01), in (0, 1).', strict=True,
+                     upper=1.0)
+flags.DEFINE_float('halting_bias', _D.halting_bias, 'ACT\'s initial halting '
+                   'bias b_h (Eq. 5; ACT: 1).')
+_common.define_positive_int('rho', _D.rho, 'Repeat-RNN: presentations of '
+                            'each input (R1; Fojo et al. compare small rho).')
+_common.define_float('beta', _D.beta, 'PonderNet weight of the KL term of '
+                     'P3 (public reproductions: 0.01).')
+_common.define_float('lambda_p', _D.lambda_p, 'PonderNet geometric prior\'s '
+                     'halting probability (P3; public reproductions: '
+                     '0.1-0.2), in (0, 1).', strict=True, upper=1.0)
+_common.define_float('ponder_epsilon', _D.ponder_epsilon, 'PonderNet: '
+                     'unroll until the halting mass reaches 1 - epsilon '
+                     '(P4; 0.05), in [0, 1).', upper=1.0)
+_common.define_positive_int('eval_batch_size', 1000, 'Held-out vectors of '
+                            'the test range per evaluation (the same ones '
+                            'every time).', resumable=True)
+_common.define_positive_int('count_batch_size', 1000, 'Vectors per number '
+                            'of non-zero elements in the final per-count '
+                            'report.', resumable=True)
+_common.mark_resumable(flags.DEFINE_bool(
+    'plots', True, 'Write ponder_by_count.png after results.json.'))
+_common.define_training_flags(
+    steps=100_000, batch_size=family_parity.BATCH_SIZE,
+    learning_rate=family_parity.LEARNING_RATE, eval_every=5_000)
+_common.define_workdir('runs/family_parity/method=<method>_setting=<setting>'
+                       '_seed=<seed>, then _<flag>=<value> for each other '
+                       'non-default flag that defines the run')
+flags.adopt_module_key_flags(_common)
+FLAGS = flags.FLAGS
+
+
+def model_config() -> family_parity.ModelConfig:
+  """The model the flags describe."""
+  return family_parity.check_model(family_parity.ModelConfig(
+      method=FLAGS.method, cell=FLAGS.cell, hidden_size=FLAGS.hidden_size,
+      max_steps=FLAGS.max_steps, tau=FLAGS.tau,
+      act_epsilon=FLAGS.act_epsilon, halting_bias=FLAGS.halting_bias,
+      rho=FLAGS.rho, beta=FLAGS.beta, lambda_p=FLAGS.lambda_p,
+      ponder_epsilon=FLAGS.ponder_epsilon))
+
+
+def _seconds_per_update(steps_per_sec) -> float | None:
+  if steps_per_sec is None or not steps_per_sec > 0:
+    return None
+  return 1.0 / steps_per_sec
+
+
+def main(processes):
+  model = model_config()
+  experiment = family_parity.parity_experiment(
+      model, FLAGS.setting, layout=FLAGS.layout, bits=FLAGS.bits,
+      batch_size=FLAGS.batch_size,
+      eval_batch_size=FLAGS.eval_batch_size)
+  run_dir = _common.default_workdir('family_parity',
+                                    leading=('method', 'setting', 'seed'))
+  config = _common.train_config(f'family_parity ({FLAGS.method}, '
+                                f'{FLAGS.setting})')
+  result = _common.train(experiment, config, run_dir, processes=processes)
+  if not processes.is_chief():
+    return result
+  rows = family_parity.evaluate_by_count(
+      model, FLAGS.setting, result.params, layout=FLAGS.layout,
+      bits=FLAGS.bits, batch_size=FLAGS.count_batch_size)
+  sections = _common.metric_sections(result.metrics)
+  results = {
+      'method': FLAGS.method, 'setting': FLAGS.setting,
+      'updates': result.step,
+      'accuracy': sections['valid'].get('accuracy'),
+      'ponder': sections['valid'].get('ponder'),
+      'seconds_per_update': _seconds_per_update(sections['steps_per_sec']),
+      **sections,
+      'by_count': rows,
+  }
+  _common.write_results(run_dir, results, processes=processes)
+  lines = ['count,split,accuracy,ponder,steps'] + [
+      f'{r["count"]},{r["split"]},{r["accuracy"]},{r["ponder"]},{r["steps"]}'
+      for r in rows]
+  atomic_write(run_dir / 'by_count.csv', '\n'.join(lines) + '\n')
+  print(f'accuracy {results["accuracy"]:.4f}  ponder '
+        f'{results["ponder"]:.3f}  seconds/update '
+        f'{results["seconds_per_update"] or float("nan"):.2e}')
+  if FLAGS.plots:
+    path = run_dir / family_plots.BY_COUNT_PNG
+    if _common.plot(path.name, lambda: family_plots.plot_by_count(
+        {FLAGS.method: rows}, path,
+        title=f'{FLAGS.method}, {FLAGS.setting}')):
+      print(f'wrote {path}')
+  return result
+
+
+if __name__ == '__main__':
+  _common.run(main)

@@ -1,0 +1,168 @@
+"""The family's parity comparison: the task range, the four methods, the binary.
+
+Each method's Experiment trains a few steps in-process at a tiny size; one
+subprocess run of experiments/family_parity.py writes results.json; bad flags
+end with one line and status 2.
+"""
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import jax
+import numpy as np
+import pytest
+
+from vcrnn_jax.papers.family import parity as family_parity
+from vcrnn_jax.tasks import parity
+from vcrnn_jax.training.train import StepInfo
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+
+
+def _run(args, tmp_path):
+  env = dict(os.environ)
+  env.pop('XLA_FLAGS', None)
+  env['PYTHONPATH'] = os.pathsep.join(
+      [str(REPO)] + [p for p in [env.get('PYTHONPATH')] if p])
+  return subprocess.run(
+      [sys.executable, '-m', 'experiments.family_parity', *args], cwd=REPO,
+      env=env, capture_output=True, text=True, timeout=300)
+
+
+# ----------------------------------------------------------------------------
+# The task's range of non-zero counts.
+
+
+def test_parity_counts_stay_in_the_range():
+  task = parity.task(bits=12, layout='random', min_count=4, max_count=7)
+  batch = task.sample(jax.random.key(0), 2000)
+  counts = np.asarray(batch.difficulty)
+  np.testing.assert_array_equal(
+      counts, np.sum(np.asarray(batch.inputs)[:, 0] != 0, axis=-1))
+  assert set(np.unique(counts)) == {4, 5, 6, 7}
+  # A forced difficulty may leave the range (to probe beyond it).
+  forced = task.sample(jax.random.key(1), 8, difficulty=12)
+  np.testing.assert_array_equal(forced.difficulty, 12)
+
+
+@pytest.mark.parametrize('layout,checksum,targets', [
+    ('prefix', 77, [1, 0, 1, 0, 1, 1, 1, 0, 1, 0, 0, 0]),
+    ('random', -2, [0, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0]),
+])
+def test_parity_default_range_keeps_the_stream(layout, checksum, targets):
+  # Recorded with the code before min_count/max_count (commit aacecbb).
+  for task in (parity.task(bits=16, layout=layout),
+               parity.task(bits=16, layout=layout, min_count=1,
+                           max_count=16)):
+    b = task.sample(jax.random.key(3), 12)
+    assert b.difficulty.tolist() == [15, 7, 4, 9, 6, 14, 6, 13, 8, 1, 2, 3]
+    x = np.asarray(b.inputs)[:, 0, :]
+    assert int(np.sum(x * np.arange(1, 17))) == checksum
+    assert b.targets[:, 0, 0].astype(int).tolist() == targets
+
+
+@pytest.mark.parametrize('kwargs', [
+    dict(min_count=0), dict(max_count=9), dict(min_count=5, max_count=4),
+    dict(max_count=2.0)])
+def test_parity_bad_range_is_refused(kwargs):
+  with pytest.raises(ValueError, match='_count'):
+    parity.task(bits=8, **kwargs)
+
+
+def test_extrapolation_ranges():
+  assert family_parity.ranges('extrapolation') == (96, (1, 48), (49, 96))
+  assert family_parity.ranges('interpolation') == (64, (1, 64), (1, 64))
+  assert family_parity.ranges('extrapolation', 8) == (8, (1, 4), (5, 8))
+  with pytest.raises(ValueError, match='setting'):
+    family_parity.ranges('bar')
+
+
+# ----------------------------------------------------------------------------
+# The four methods, in-process.
+
+
+@pytest.mark.parametrize('method', family_parity.METHODS)
+def test_each_method_trains_and_evaluates(method):
+  model = family_parity.ModelConfig(method=method, hidden_size=8,
+                                    max_steps=5)
+  exp = family_parity.parity_experiment(
+      model, 'extrapolation', bits=8, batch_size=4, eval_batch_size=16)
+  params = exp.init(jax.random.key(0))
+  info = StepInfo(key=jax.random.key(1), step=jax.numpy.int32(0))
+
+  @jax.jit
+  def step(params, batch):
+    (loss, metrics), grads = jax.value_and_grad(exp.loss, has_aux=True)(
+        params, batch, info)
+    return jax.tree.map(lambda p, g: p - 0.05 * g, params, grads), loss, \
+        metrics
+
+  for i in range(3):
+    batch = exp.sample(jax.random.key(2), i)
+    assert int(np.max(batch.difficulty)) <= 4   # the training range
+    params, loss, metrics = step(params, batch)
+    assert np.isfinite(float(loss))
+    assert all(np.isfinite(float(v)) for v in metrics.values())
+  result = exp.evaluate(params, 3)
+  assert set(result) == {'accuracy', 'sequence_error', 'loss', 'ponder',
+                         'steps'}
+  assert all(np.isfinite(v) for v in result.values())
+  assert result['accuracy'] == pytest.approx(1 - result['sequence_error'])
+  want = {'rnn': 1.0, 'repeat': 3.0}
+  if method in want:
+    assert result['ponder'] == want[method]
+  else:
+    assert 1.0 <= result['steps'] <= 5.0
+  rows = family_parity.evaluate_by_count(model, 'extrapolation', params,
+                                         bits=8, batch_size=8)
+  assert [r['count'] for r in rows] == list(range(1, 9))
+  assert [r['split'] for r in rows] == ['train'] * 4 + ['test'] * 4
+
+
+def test_bad_model_is_refused():
+  for bad, match in [(dict(method='foo'), 'method'), (dict(rho=0), 'rho'),
+                     (dict(lambda_p=1.0), 'lambda_p')]:
+    with pytest.raises(ValueError, match=match):
+      family_parity.check_model(family_parity.ModelConfig(**bad))
+
+
+# ----------------------------------------------------------------------------
+# The binary.
+
+
+def test_binary_writes_results(tmp_path):
+  workdir = tmp_path / 'run'
+  proc = _run(['--method=pondernet', '--setting=extrapolation', '--bits=8',
+               '--steps=4', '--eval_every=2', '--hidden_size=8',
+               '--batch_size=4', '--eval_batch_size=16',
+               '--count_batch_size=8', '--max_steps=5',
+               f'--workdir={workdir}'], tmp_path)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  lines = (workdir / 'metrics.jsonl').read_text().splitlines()
+  assert [json.loads(l)['step'] for l in lines] == [2, 4]
+  results = json.loads((workdir / 'results.json').read_text())
+  for key in ('method', 'setting', 'updates', 'accuracy', 'ponder',
+              'seconds_per_update', 'valid', 'train', 'steps_per_sec',
+              'by_count'):
+    assert key in results, key
+  assert results['updates'] == 4 and results['method'] == 'pondernet'
+  assert results['seconds_per_update'] == pytest.approx(
+      1 / results['steps_per_sec'])
+  assert [r['count'] for r in results['by_count']] == list(range(1, 9))
+  assert {'accuracy', 'ponder', 'steps', 'split'} <= set(
+      results['by_count'][0])
+  assert (workdir / 'by_count.csv').is_file()
+
+
+@pytest.mark.parametrize('flag,needle', [
+    ('--method=foo', 'method'), ('--setting=bar', 'setting'),
+    ('--rho=0', 'rho')])
+def test_bad_flags_are_one_line(flag, needle, tmp_path):
+  proc = _run([flag, f'--workdir={tmp_path / "run"}'], tmp_path)
+  assert proc.returncode == 2
+  lines = proc.stderr.strip().splitlines()
+  assert len(lines) == 1 and needle in lines[0], proc.stderr
+  assert 'Traceback' not in proc.stderr

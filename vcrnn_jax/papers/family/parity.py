@@ -1,0 +1,270 @@
+r"""RNN, ACT, Repeat-RNN and PonderNet on parity (PonderNet Sec. 3.1).
+
+:func:`parity_experiment` turns a method and a setting into an
+:class:`~vcrnn_jax.training.train.Experiment`, as
+:func:`vcrnn_jax.papers.act.tasks.task_experiment` does for ACT alone. All
+four methods wrap the same inner cell (:mod:`vcrnn_jax.registry`) of the same
+width and read one logit; only the wrapper and its loss differ:
+
+* ``'rnn'``: the cell and a linear readout; loss: binary cross-entropy (BCE).
+* ``'act'``: :func:`vcrnn_jax.act.adaptive` (its own readout, ACT Eq. 4);
+  loss: BCE + ``tau`` * ponder cost N + R (ACT Eq. 11-12).
+* ``'repeat'``: :func:`vcrnn_jax.repeat.repeat` with ``rho`` presentations
+  (R1) and a linear readout; loss: BCE.
+* ``'pondernet'``: :func:`vcrnn_jax.ponder.pondernet`; loss:
+  :func:`~vcrnn_jax.ponder.reconstruction_loss` with BCE + ``beta`` *
+  :func:`~vcrnn_jax.ponder.kl_to_geometric` (P3). Evaluated with
+  ``inference='median'`` (P5, deterministic) on the same params.
+
+Settings (PonderNet Sec. 3.1; :data:`SETTINGS`): ``'interpolation'``: 64
+elements, 1-64 of them non-zero at training and test; ``'extrapolation'``: 96
+elements, 1-48 non-zero at training, 49-96 at test (read as: the number of
+non-zero elements is uniform on each range; :mod:`vcrnn_jax.tasks.parity`).
+
+Ponder, the steps an input costs, per method: ACT its ponder cost N + R
+(Eq. 10; ``steps`` is N); PonderNet the steps computed at inference (the
+median halting step; in training the ``train_ponder`` metric is the expected
+halting step sum_n n p_n); Repeat-RNN ``rho``; the RNN 1.
+
+Defaults (:class:`ModelConfig`) and their sources: a GRU of 128 units (public
+PonderNet reproductions), at most 20 ponder steps for ACT and PonderNet
+(PonderNet's N <= 20; ACT's paper used M = 100, which its parity ponder of
+2-4 steps never reaches); PonderNet beta = 0.01, lambda_p = 0.2 and epsilon
+= 0.05 (public reproductions; family.md); ACT tau = 0.01 (from ACT's parity
+grid, the value docs/results/act.md reproduces) and epsilon = 0.01 (ACT
+Sec. 2), initial halting bias 1 (ACT Sec. 3); Repeat rho = 3 (a small rho,
+as Fojo et al. compare; ACT's parity ponder is about 3). Training: Adam,
+batch 128, learning rate 3e-4 (:data:`LEARNING_RATE`), the rate of the public
+PonderNet reproductions, one rate for all four methods so that none is
+tuned; ACT's own binaries here use 1e-3.
+"""
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from vcrnn_jax import act as act_lib
+from vcrnn_jax import loops, ponder, registry
+from vcrnn_jax import repeat as repeat_lib
+from vcrnn_jax.core import check_positive_int
+from vcrnn_jax.models import sequence_model
+from vcrnn_jax.tasks import parity
+from vcrnn_jax.tasks.base import check_int
+from vcrnn_jax.training.train import Experiment
+
+METHODS = ('rnn', 'act', 'repeat', 'pondernet')
+CELLS = registry.names('baseline')
+
+# PonderNet Sec. 3.1: vector size and the (inclusive) ranges of the number of
+# non-zero elements in training and at test.
+SETTINGS = {
+    'interpolation': dict(bits=64, train=(1, 64), test=(1, 64)),
+    'extrapolation': dict(bits=96, train=(1, 48), test=(49, 96)),
+}
+BATCH_SIZE = 128
+LEARNING_RATE = 3e-4
+
+
+class ModelConfig(NamedTuple):
+  """One method's model; fields of the other methods are ignored."""
+  method: str = 'pondernet'   # one of METHODS
+  cell: str = 'gru'           # the inner cell, one of CELLS
+  hidden_size: int = 128
+  max_steps: int = 20         # ACT's M and PonderNet's N
+  tau: float = 0.01           # ACT Eq. 12
+  act_epsilon: float = 0.01   # ACT Eq. 7
+  halting_bias: float = 1.0   # ACT's initial b_h (Eq. 5)
+  rho: int = 3                # Repeat-RNN (R1)
+  beta: float = 0.01          # PonderNet (P3)
+  lambda_p: float = 0.2       # PonderNet's geometric prior (P3)
+  ponder_epsilon: float = 0.05   # PonderNet (P4)
+  loop: loops.LoopConfig = loops.LoopConfig()   # cost, not maths
+
+
+def check_model(model: ModelConfig) -> ModelConfig:
+  """Returns ``model`` or raises ``ValueError`` naming the bad field."""
+  if model.method not in METHODS:
+    raise ValueError(f'method must be one of {list(METHODS)}, got '
+                     f'{model.method!r}.')
+  check_positive_int('hidden_size', model.hidden_size)
+  check_positive_int('max_steps', model.max_steps)
+  check_positive_int('rho', model.rho)
+  if not model.tau >= 0:
+    raise ValueError(f'tau must be a number >= 0, got {model.tau!r}.')
+  if not model.beta >= 0:
+    raise ValueError(f'beta must be a number >= 0, got {model.beta!r}.')
+  if not 0 < model.lambda_p < 1:
+    raise ValueError(f'lambda_p must be in (0, 1), got {model.lambda_p!r}.')
+  return model
+
+
+def ranges(setting: str, bits: int | None = None):
+  """``(bits, (train lo, hi), (test lo, hi))`` of a setting.
+
+  ``bits`` (default: the setting's, 64 or 96) scales it for small runs:
+  interpolation trains and tests on ``1..bits``; extrapolation trains on
+  ``1..bits // 2`` and tests on ``bits // 2 + 1..bits`` (96: 1-48, 49-96).
+  """
+  if setting not in SETTINGS:
+    raise ValueError(f'setting must be one of {list(SETTINGS)}, got '
+                     f'{setting!r}.')
+  s = SETTINGS[setting]
+  if bits is None:
+    return s['bits'], s['train'], s['test']
+  low = 2 if setting == 'extrapolation' else 1
+  bits = check_int('bits', bits, low)
+  if setting == 'interpolation':
+    return bits, (1, bits), (1, bits)
+  return bits, (1, bits // 2), (bits // 2 + 1, bits)
+
+
+def tasks_of(setting: str, layout: str = 'random', bits: int | None = None):
+  """``(train task, test task)`` of a setting (see :func:`ranges`)."""
+  bits, train, test = ranges(setting, bits)
+  return tuple(parity.task(bits, layout, min_count=lo, max_count=hi)
+               for lo, hi in (train, test))
+
+
+def build_model(model: ModelConfig, *, inference: str = 'train'):
+  """The sequence model of ``model`` (``inference`` for PonderNet only)."""
+  model = check_model(model)
+  inner = registry.build_cell(model.cell, model.hidden_size)
+  if model.method == 'rnn':
+    return sequence_model(inner, 1)
+  if model.method == 'repeat':
+    return sequence_model(repeat_lib.repeat(inner, model.rho), 1)
+  if model.method == 'act':
+    return sequence_model(act_lib.adaptive(
+        inner, 1, max_steps=model.max_steps, epsilon=model.act_epsilon,
+        halting_bias=model.halting_bias, loop=model.loop))
+  return sequence_model(ponder.pondernet(
+      inner, 1, max_steps=model.max_steps, epsilon=model.ponder_epsilon,
+      inference=inference, loop=model.loop))
+
+
+def _bce(logits, targets):
+  return optax.sigmoid_binary_cross_entropy(logits, targets)
+
+
+def _ponder_and_steps(model: ModelConfig, ys, batch_size: int):
+  """Per-row ``(ponder, integer steps)`` of one-step parity sequences."""
+  if model.method == 'act':
+    return ys.ponder[:, 0], ys.steps[:, 0].astype(jnp.float32)
+  if model.method == 'pondernet':
+    steps = ys.steps[:, 0].astype(jnp.float32)
+    return steps, steps
+  per_row = jnp.full((batch_size,), model.rho if model.method == 'repeat'
+                     else 1, jnp.float32)
+  return per_row, per_row
+
+
+def parity_experiment(model: ModelConfig, setting: str = 'interpolation', *,
+                      layout: str = 'random', bits: int | None = None,
+                      batch_size: int = BATCH_SIZE,
+                      eval_batch_size: int = 1000,
+                      eval_seed: int = 2**31 - 1) -> Experiment:
+  """An :class:`Experiment` of one method in one setting.
+
+  Training draws from the setting's training range; the evaluation is one
+  fixed held-out batch of ``eval_batch_size`` vectors of its test range,
+  from a key stream disjoint from training's (``bits``: see :func:`ranges`),
+  and reports ``accuracy`` (1 -
+  sequence error), ``sequence_error``, ``loss`` (BCE of the answer) and
+  ``ponder`` and ``steps`` (module docstring).
+  """
+  model = check_model(model)
+  check_positive_int('batch_size', batch_size)
+  check_positive_int('eval_batch_size', eval_batch_size)
+  train_task, test_task = tasks_of(setting, layout, bits)
+  net = build_model(model)
+  eval_net = (build_model(model, inference='median')
+              if model.method == 'pondernet' else net)
+
+  def loss(params, batch, info):
+    del info  # No dropout, no schedules.
+    logits, ys = net.apply(params, batch.inputs)
+    n = batch.inputs.shape[0]
+    metrics = {}
+    if model.method == 'pondernet':
+      task_loss = ponder.reconstruction_loss(ys, batch.targets, _bce)
+      kl = ponder.kl_to_geometric(ys, model.lambda_p)
+      total = task_loss + model.beta * kl                             # (P3)
+      probs = ys.probs[:, 0]
+      n = jnp.arange(1, probs.shape[-1] + 1, dtype=probs.dtype)
+      expected = jnp.sum(probs * n[None, :], axis=-1)
+      metrics.update(kl=jnp.mean(kl), ponder=jnp.mean(expected),
+                     steps=jnp.mean(ys.steps.astype(jnp.float32)))
+    else:
+      task_loss = train_task.loss(logits, batch)
+      ponder_cost, steps = _ponder_and_steps(model, ys, n)
+      total = task_loss + (model.tau * ponder_cost if model.method == 'act'
+                           else 0.0)                                  # (12)
+      metrics.update(ponder=jnp.mean(ponder_cost), steps=jnp.mean(steps))
+    metrics['loss'] = jnp.mean(task_loss)
+    return jnp.mean(total), metrics
+
+  @jax.jit
+  def sample(key, step):
+    return train_task.sample(jax.random.fold_in(key, step), batch_size)
+
+  eval_key = jax.random.PRNGKey(eval_seed)
+
+  @jax.jit
+  def eval_batch(params):
+    batch = test_task.sample(eval_key, eval_batch_size)
+    return _score(model, eval_net, test_task, params, batch)
+
+  def evaluate(params, step):
+    del step  # The held-out batch is fixed.
+    errors, bce, ponder_cost, steps = (float(jnp.mean(v))
+                                       for v in eval_batch(params))
+    return {'accuracy': 1.0 - errors, 'sequence_error': errors, 'loss': bce,
+            'ponder': ponder_cost, 'steps': steps}
+
+  def init(key):
+    return net.init(key, train_task.input_size)
+
+  return Experiment(init=init, loss=loss, sample=sample, evaluate=evaluate)
+
+
+def _score(model, eval_net, task, params, batch):
+  """Per-row ``(errors, bce, ponder, steps)`` of the answer at inference."""
+  logits, ys = eval_net.apply(params, batch.inputs)
+  errors = task.sequence_errors(logits, batch)
+  ponder_cost, steps = _ponder_and_steps(model, ys, batch.inputs.shape[0])
+  return errors, task.loss(logits, batch), ponder_cost, steps
+
+
+def evaluate_by_count(model: ModelConfig, setting: str, params, *,
+                      layout: str = 'random', bits: int | None = None,
+                      batch_size: int = 1000,
+                      seed: int = 2**31 - 2) -> list[dict]:
+  """A row per number of non-zero elements, from 1 to the vector size.
+
+  Each row: ``count``, ``split`` ('train', 'test' or 'both': which ranges
+  hold it; 'none' for counts of neither), ``accuracy``, ``ponder`` and
+  ``steps`` (module docstring), on ``batch_size`` fresh vectors with that
+  many non-zero elements.
+  """
+  model = check_model(model)
+  check_positive_int('batch_size', batch_size)
+  _, test_task = tasks_of(setting, layout, bits)
+  bits, train, test = ranges(setting, bits)
+  eval_net = build_model(model, inference='median')
+  score = jax.jit(lambda p, b: [jnp.mean(v) for v in _score(
+      model, eval_net, test_task, p, b)])
+  rows = []
+  for count in range(1, bits + 1):
+    batch = test_task.sample(jax.random.fold_in(jax.random.PRNGKey(seed),
+                                                count), batch_size,
+                             difficulty=count)
+    errors, _, ponder_cost, steps = (float(v) for v in score(params, batch))
+    in_train = train[0] <= count <= train[1]
+    in_test = test[0] <= count <= test[1]
+    split = {(True, True): 'both', (True, False): 'train',
+             (False, True): 'test', (False, False): 'none'}[in_train, in_test]
+    rows.append({'count': count, 'split': split, 'accuracy': 1.0 - errors,
+                 'ponder': ponder_cost, 'steps': steps})
+  return rows
