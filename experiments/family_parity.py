@@ -46,9 +46,10 @@ pondernet  0.654 / 0.826 / 0.901     8.99    1.3e-2
 =========  ========================  ======  ==================
 
 (1,000 held-out vectors.) ACT's ponder collapsed to one step (N = 1, so N
-+ R = 2) and it stayed at chance, as ACT's own runs of the random layout do
-(vcrnn_jax.tasks.parity); the RNN (one step: a feed-forward net) is at
-chance too. Repeat-RNN (rho = 3) learns fastest, Fojo et al.'s finding.
++ R = 2) and it stayed at chance within 15k updates (act_parity's random
+layout at 16 bits needed 200k steps for 5.9%, docs/results/act.md); the
+RNN (one step: a feed-forward net) is at chance too. Repeat-RNN (rho = 3)
+learns fastest, Fojo et al.'s finding.
 PonderNet learns, at about six times Repeat's cost per update, but its
 median halting step falls with the number of non-zero elements (20 steps at
 1, 11.7 at 4, 7.2 at 10, 3.4 at 16; accuracy 1.0, 1.0, 0.95, 0.61): the

@@ -30,7 +30,7 @@ Defaults (:class:`ModelConfig`) and their sources: a GRU of 128 units (public
 PonderNet reproductions), at most 20 ponder steps for ACT and PonderNet
 (PonderNet's N <= 20; ACT's paper used M = 100, which its parity ponder of
 2-4 steps never reaches); PonderNet beta = 0.01, lambda_p = 0.2 and epsilon
-= 0.05 (public reproductions; family.md); ACT tau = 0.01 (from ACT's parity
+= 0.05 (public reproductions); ACT tau = 0.01 (from ACT's parity
 grid, the value docs/results/act.md reproduces) and epsilon = 0.01 (ACT
 Sec. 2), initial halting bias 1 (ACT Sec. 3); Repeat rho = 3 (a small rho,
 as Fojo et al. compare; ACT's parity ponder is about 3). Training: Adam,
