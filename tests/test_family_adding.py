@@ -1,11 +1,8 @@
 """Skip-RNN's adding task and the family's comparison on it."""
 
 import json
-import os
-import pathlib
-import subprocess
-import sys
 
+import _binaries
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -13,8 +10,6 @@ import pytest
 
 from vcrnn_jax.papers.family import adding as family_adding
 from vcrnn_jax.tasks import adding
-
-REPO = pathlib.Path(__file__).resolve().parents[1]
 
 
 def test_markers_lie_where_the_paper_puts_them_and_the_target_is_their_sum():
@@ -71,13 +66,8 @@ def test_each_model_trains_and_reports_its_update_fraction(model):
 
 
 def _run(args, tmp_path):
-  env = dict(os.environ)
-  env.pop('XLA_FLAGS', None)
-  env['PYTHONPATH'] = os.pathsep.join(
-      [str(REPO)] + [p for p in [env.get('PYTHONPATH')] if p])
-  return subprocess.run(
-      [sys.executable, '-m', 'experiments.family_adding', *args], cwd=REPO,
-      env=env, capture_output=True, text=True, timeout=300)
+  del tmp_path  # The binary writes only under its --workdir.
+  return _binaries.run_binary('family_adding', args)
 
 
 def test_binary_writes_results_and_refuses_bad_flags(tmp_path):

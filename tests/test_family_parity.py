@@ -6,11 +6,8 @@ end with one line and status 2.
 """
 
 import json
-import os
-import pathlib
-import subprocess
-import sys
 
+import _binaries
 import jax
 import numpy as np
 import pytest
@@ -19,17 +16,10 @@ from vcrnn_jax.papers.family import parity as family_parity
 from vcrnn_jax.tasks import parity
 from vcrnn_jax.training.train import StepInfo
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
-
 
 def _run(args, tmp_path):
-  env = dict(os.environ)
-  env.pop('XLA_FLAGS', None)
-  env['PYTHONPATH'] = os.pathsep.join(
-      [str(REPO)] + [p for p in [env.get('PYTHONPATH')] if p])
-  return subprocess.run(
-      [sys.executable, '-m', 'experiments.family_parity', *args], cwd=REPO,
-      env=env, capture_output=True, text=True, timeout=300)
+  del tmp_path  # The binary writes only under its --workdir.
+  return _binaries.run_binary('family_parity', args)
 
 
 # ----------------------------------------------------------------------------

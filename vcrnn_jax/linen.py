@@ -325,7 +325,30 @@ class Stack(CellModule):
                        dropout=self.dropout)
 
 
-class ACT(CellModule):
+class _CarryOfInner(CellModule):
+  """A wrapper of ``self.inner`` whose carry is the inner module's carry.
+
+  Subclasses give ``_wrap(inner_cell) -> Cell``, the pure wrapper.
+  """
+
+  @nn.nowrap
+  def _wrap(self, inner: Cell) -> Cell:
+    raise NotImplementedError
+
+  @nn.nowrap
+  def make_cell(self) -> Cell:
+    return self._wrap(self.inner.make_cell())
+
+  @nn.nowrap
+  def cell_for_carry(self, carry: Any) -> Cell:
+    return self._wrap(self.inner.cell_for_carry(carry))
+
+  @nn.nowrap
+  def initialize_carry(self, rng, input_shape):
+    return self.inner.initialize_carry(rng, input_shape)
+
+
+class ACT(_CarryOfInner):
   """:func:`vcrnn_jax.act.adaptive` around another module's cell.
 
   ``inner`` is any :class:`CellModule` (its ``make_cell()`` gives the
@@ -367,20 +390,8 @@ class ACT(CellModule):
         kernel_init=self.kernel_init,
         param_dtype=self.param_dtype)
 
-  @nn.nowrap
-  def make_cell(self) -> Cell:
-    return self._wrap(self.inner.make_cell())
 
-  @nn.nowrap
-  def cell_for_carry(self, carry: Any) -> Cell:
-    return self._wrap(self.inner.cell_for_carry(carry))
-
-  @nn.nowrap
-  def initialize_carry(self, rng, input_shape):
-    return self.inner.initialize_carry(rng, input_shape)
-
-
-class PonderNet(CellModule):
+class PonderNet(_CarryOfInner):
   """:func:`vcrnn_jax.ponder.pondernet` around another module's cell.
 
   ``inner`` is any :class:`CellModule` (its ``make_cell()`` gives the
@@ -428,20 +439,8 @@ class PonderNet(CellModule):
         inference=self.inference, loop=self.loop,
         kernel_init=self.kernel_init, param_dtype=self.param_dtype)
 
-  @nn.nowrap
-  def make_cell(self) -> Cell:
-    return self._wrap(self.inner.make_cell())
 
-  @nn.nowrap
-  def cell_for_carry(self, carry: Any) -> Cell:
-    return self._wrap(self.inner.cell_for_carry(carry))
-
-  @nn.nowrap
-  def initialize_carry(self, rng, input_shape):
-    return self.inner.initialize_carry(rng, input_shape)
-
-
-class Repeat(CellModule):
+class Repeat(_CarryOfInner):
   """:func:`vcrnn_jax.repeat.repeat` around another module's cell.
 
   ``inner`` is any :class:`CellModule` (its ``make_cell()`` gives the
@@ -467,18 +466,6 @@ class Repeat(CellModule):
   @nn.nowrap
   def _wrap(self, inner: Cell) -> Cell:
     return repeat.repeat(inner, self.repetitions)
-
-  @nn.nowrap
-  def make_cell(self) -> Cell:
-    return self._wrap(self.inner.make_cell())
-
-  @nn.nowrap
-  def cell_for_carry(self, carry: Any) -> Cell:
-    return self._wrap(self.inner.cell_for_carry(carry))
-
-  @nn.nowrap
-  def initialize_carry(self, rng, input_shape):
-    return self.inner.initialize_carry(rng, input_shape)
 
 
 class Skip(CellModule):
