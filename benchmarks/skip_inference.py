@@ -83,7 +83,7 @@ CELLS = {'elman': cells.elman, 'gru': cells.gru, 'lstm': cells.lstm}
 QUICK = ['--hidden=32', '--batches=1,4', '--steps=20', '--fractions=0.1,1.0',
          '--repeats=2']
 KEYS = ('hidden', 'batch', 'rows', 'fraction', 'runs', 'ms_soft', 'ms_hard',
-        'ms_plain', 'hard/soft', 'hard/plain')
+        'ms_grouped', 'ms_plain', 'hard/soft', 'grouped/soft', 'hard/plain')
 
 
 def period(fraction):
@@ -145,6 +145,10 @@ def main(argv=None):
   parser.add_argument('--phased', type=float, default=0.1,
                       help='fraction of the out-of-phase rows at batch > 1 '
                       '(0: none)')
+  parser.add_argument('--row_buckets', type=int, default=8,
+                      help='"grouped": the hard path that runs the cell on '
+                      'the smallest of this many static row counts holding '
+                      'the updating rows (skip.skip\'s row_buckets)')
   parser.add_argument('--cell', default='elman', choices=tuple(CELLS),
                       help='the wrapped cell')
   parser.add_argument('--repeats', type=int, default=15,
@@ -159,8 +163,10 @@ def main(argv=None):
   hiddens = [int(h) for h in args.hidden.split(',')]
   batches = [int(b) for b in args.batches.split(',')]
   fractions = [float(f) for f in args.fractions.split(',')]
-  if min(hiddens + batches + [args.steps, args.repeats]) < 1:
-    parser.error('--hidden, --batches, --steps and --repeats must be >= 1')
+  if min(hiddens + batches + [args.steps, args.repeats,
+                               args.row_buckets]) < 1:
+    parser.error('--hidden, --batches, --steps, --repeats and '
+                 '--row_buckets must be >= 1')
   if any(not 0.0 < f <= 1.0 for f in fractions + [args.phased or 1.0]):
     parser.error('--fractions and --phased must be in (0, 1]')
 
@@ -168,13 +174,15 @@ def main(argv=None):
         f'({jax.default_backend()}); {args.cell}, {args.steps} steps per '
         f'scan, median of {args.repeats}')
   print(f'{"hidden":>6} {"batch":>5} {"rows":>6} {"update":>6} {"runs":>4} '
-        f'{"ms soft":>7} {"ms hard":>7} {"ms plain":>8} {"hard/soft":>9} '
-        f'{"hard/plain":>10}')
+        f'{"ms soft":>7} {"ms hard":>7} {"ms grp":>7} {"ms plain":>8} '
+        f'{"hard/soft":>9} {"grp/soft":>8} {"hard/plain":>10}')
   results = []
   for n in hiddens:
     inner = CELLS[args.cell](n)
     soft, hard = skip.skip(inner), skip.skip(inner, hard=True)
-    run_soft, run_hard, run_plain = map(make_run, (soft, hard, inner))
+    grouped = skip.skip(inner, hard=True, row_buckets=args.row_buckets)
+    run_soft, run_hard, run_grouped, run_plain = map(
+        make_run, (soft, hard, grouped, inner))
     params = soft.init(jax.random.PRNGKey(0), n)
     for batch in batches:
       xs = jax.random.normal(jax.random.PRNGKey(1), (batch, args.steps, n))
@@ -189,22 +197,28 @@ def main(argv=None):
           state = phased_state(state, k)
         jobs = {'soft': (run_soft, (p, state, xs)),
                 'hard': (run_hard, (p, state, xs)),
+                'grouped': (run_grouped, (p, state, xs)),
                 'plain': (run_plain, (params['cell'],
                                       inner.initial_state(batch), xs))}
         outs, med = timed(jobs, args.repeats)
         update = np.asarray(outs['hard'][1].update, np.float64)
+        np.testing.assert_array_equal(outs['grouped'][1].update,
+                                      outs['hard'][1].update)
         row = {'hidden': n, 'batch': batch, 'rows': rows,
                'fraction': float(update.mean()),
                'runs': float(update.max(axis=0).mean()),
                'ms_soft': med['soft'] * 1e3, 'ms_hard': med['hard'] * 1e3,
+               'ms_grouped': med['grouped'] * 1e3,
                'ms_plain': med['plain'] * 1e3,
                'hard/soft': med['hard'] / med['soft'],
+               'grouped/soft': med['grouped'] / med['soft'],
                'hard/plain': med['hard'] / med['plain']}
         results.append(row)
         print(f'{n:>6} {batch:>5} {rows:>6} {row["fraction"]:>6.3f} '
               f'{row["runs"]:>4.2f} {row["ms_soft"]:>7.2f} '
-              f'{row["ms_hard"]:>7.2f} {row["ms_plain"]:>8.2f} '
-              f'{row["hard/soft"]:>9.3f} {row["hard/plain"]:>10.3f}',
+              f'{row["ms_hard"]:>7.2f} {row["ms_grouped"]:>7.2f} '
+              f'{row["ms_plain"]:>8.2f} {row["hard/soft"]:>9.3f} '
+              f'{row["grouped/soft"]:>8.3f} {row["hard/plain"]:>10.3f}',
               flush=True)
   return results
 

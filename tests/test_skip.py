@@ -324,6 +324,53 @@ def test_hard_path_does_not_run_the_cell_on_skipped_steps():
     assert len(calls) == want
 
 
+@pytest.mark.parametrize('name,batch,groups', [
+    ('lstm', 5, 2), ('elman', 4, 4), ('lstm', 3, 8)])
+def test_grouped_hard_path_equals_the_soft_forward(name, batch, groups):
+  factory, _ = INNER[name]
+  soft = skip.skip(factory(H, param_dtype=jnp.float64))
+  hard = skip.skip(factory(H, param_dtype=jnp.float64), hard=True,
+                   row_buckets=groups)
+  params = _spread(soft.init(jax.random.key(0), D))
+  xs = _xs(batch)
+  lengths = jnp.arange(batch, 0, -1) * T // batch   # padded rows too
+  run = lambda c: jax.jit(lambda p: unroll(c, p, c.initial_state(batch), xs,
+                                           lengths))(params)
+  (soft_final, soft_ys), (hard_final, hard_ys) = run(soft), run(hard)
+  np.testing.assert_array_equal(hard_ys.update, soft_ys.update)
+  chex.assert_trees_all_close(hard_ys, soft_ys, rtol=0, atol=1e-13)
+  chex.assert_trees_all_close(hard_final, soft_final, rtol=0, atol=1e-13)
+  u = np.asarray(soft_ys.update)
+  assert np.any((u.max(0) == 1) & (u.min(0) == 0))   # rows out of step
+
+
+def test_row_buckets_run_the_cell_on_the_updating_rows_only():
+  rows = []
+  inner = cells.elman(H, param_dtype=jnp.float64)
+
+  def counted(params, state, x, context=None):
+    jax.debug.callback(lambda n=x.shape[0]: rows.append(n))
+    return inner.apply(params, state, x, context)
+
+  batch = 4
+  params = _spread(skip.skip(inner).init(jax.random.key(0), D))
+  computed = {}
+  for buckets in (1, 2, batch):
+    cell = skip.skip(inner._replace(apply=counted), hard=True,
+                     row_buckets=buckets)
+    rows.clear()
+    _, ys = jax.jit(lambda p, cell=cell: unroll(
+        cell, p, cell.initial_state(batch), _xs(batch)))(params)
+    jax.effects_barrier()
+    computed[buckets] = sum(rows)
+  k = np.asarray(ys.update).sum(0)    # rows that update at each step
+  assert np.any((k > 0) & (k < batch))
+  # One bucket per row count: the cell computes exactly the updating rows.
+  assert computed[batch] == k.sum()
+  assert computed[2] == (2 * np.ceil(k / 2)).sum()
+  assert computed[1] == batch * (k > 0).sum()
+
+
 def test_act_around_skip_and_skip_around_act():
   xs = _xs(time=4, dtype=jnp.float32)
   lengths = jnp.array([4, 3, 1])
@@ -391,6 +438,9 @@ def test_bad_arguments():
     skip.skip(cells.elman(H), features=3)
   with pytest.raises(ValueError, match='hard must be True or False'):
     skip.skip(cells.elman(H), hard=1)
+  for bad in (0, 1.5, True):
+    with pytest.raises(ValueError, match='row_buckets must be a positive'):
+      skip.skip(cells.elman(H), hard=True, row_buckets=bad)
   cell = skip.skip(cells.elman(H))
   with pytest.raises(ValueError, match='batch_size must be a positive'):
     cell.initial_state(0)

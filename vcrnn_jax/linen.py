@@ -273,7 +273,7 @@ class VCRNN(CellModule):
   scheduler_init: Initializer = jax.nn.initializers.zeros
   hard: bool = False
   block_sizes: Any = 8
-  batch_groups: int = 1
+  row_buckets: int = 1
   kernel_init: Initializer = _common.default_kernel_init
   recurrent_init: Initializer = _common.default_recurrent_init
   bias_init: Initializer = _common.default_bias_init
@@ -289,7 +289,7 @@ class VCRNN(CellModule):
         self.features, sharpness=self.sharpness, epsilon=self.epsilon,
         scheduler_bias=self.scheduler_bias,
         scheduler_init=self.scheduler_init, hard=self.hard,
-        block_sizes=self.block_sizes, batch_groups=self.batch_groups,
+        block_sizes=self.block_sizes, row_buckets=self.row_buckets,
         kernel_init=self.kernel_init, recurrent_init=self.recurrent_init,
         bias_init=self.bias_init, param_dtype=self.param_dtype)
 
@@ -496,6 +496,7 @@ class Skip(CellModule):
   update_bias: float = 1.0
   features: Callable[[Any, jax.Array], jax.Array] | None = None
   hard: bool = False
+  row_buckets: int = 1
   kernel_init: Initializer = _common.default_kernel_init
   param_dtype: Any = None
 
@@ -503,8 +504,8 @@ class Skip(CellModule):
   def _wrap(self, inner: Cell) -> Cell:
     return skip.skip(
         inner, update_bias=self.update_bias, features=self.features,
-        hard=self.hard, kernel_init=self.kernel_init,
-        param_dtype=self.param_dtype)
+        hard=self.hard, row_buckets=self.row_buckets,
+        kernel_init=self.kernel_init, param_dtype=self.param_dtype)
 
   @nn.nowrap
   def make_cell(self) -> Cell:

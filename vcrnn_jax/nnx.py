@@ -1048,7 +1048,7 @@ class Skip(CellModule):
   def __init__(self, cell: CellModule, *, update_bias: float = 1.0,
                features: (Callable[[Any, jax.Array], jax.Array]
                           | None) = None,
-               hard: bool = False,
+               hard: bool = False, row_buckets: int = 1,
                kernel_init: Initializer = _common.default_kernel_init,
                param_dtype: Any = None, deterministic: bool = False,
                rngs: nnx.Rngs):
@@ -1059,6 +1059,7 @@ class Skip(CellModule):
     self.update_bias = update_bias
     self.features = features
     self.hard = hard
+    self.row_buckets = row_buckets
     self.kernel_init = kernel_init
     self.param_dtype = param_dtype
     self._setup(cell.in_features, rngs, deterministic, wrapped=['cell'])
@@ -1072,7 +1073,8 @@ class Skip(CellModule):
   def make_cell(self) -> Cell:
     return skip.skip(
         self.cell.make_cell(), update_bias=self.update_bias,
-        features=self.features, hard=self.hard, kernel_init=self.kernel_init,
+        features=self.features, hard=self.hard,
+        row_buckets=self.row_buckets, kernel_init=self.kernel_init,
         param_dtype=self.param_dtype)
 
   def set_view(self, deterministic: bool | None = None,

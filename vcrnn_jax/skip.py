@@ -154,26 +154,51 @@ def _soft_step(cell: Cell, params, state: SkipState, x, context, u):
           _copy_or_update(u, y, state.output))
 
 
-def _hard_step(cell: Cell, params, state: SkipState, x, context, u, active):
-  """S2 where the wrapped cell runs only if some row of the batch updates.
+def _hard_step(cell: Cell, params, state: SkipState, x, context, u, active,
+               row_buckets: int):
+  """S2 where the wrapped cell runs only on a bucket of rows that holds
+  every row that updates (nothing when none does).
 
-  Rows that skip are discarded, so the wrapped cell is told they are
-  inactive (an adaptive cell does the least work for them).
+  Rows that skip but sit in the bucket are discarded, so the wrapped cell
+  is told they are inactive (an adaptive cell does the least work for them).
   """
   runs = u > 0.5 if active is None else (u > 0.5) & active
-  inner_context = context._replace(active=runs)
-
-  def update(operands):
-    cell_state, previous = operands
-    candidate, y = cell.apply(params, cell_state, x, inner_context)
-    y = _checked_output(y, previous)
-    return (_copy_or_update(u, candidate, cell_state),              # (S2)
-            _copy_or_update(u, y, previous))
+  batch = runs.shape[0]
+  g = min(row_buckets, batch)
+  sizes = sorted({-(-batch * i // g) for i in range(1, g + 1)})
+  operands = (state.cell, state.output, x, u, runs)
+  # Updating rows first: a bucket of s rows is the first s of this order.
+  order = jnp.argsort(~runs, stable=True) if len(sizes) > 1 else None
 
   def copy(operands):
-    return operands                                                 # (S2)
+    return operands[:2]                                             # (S2)
 
-  return lax.cond(jnp.any(runs), update, copy, (state.cell, state.output))
+  def rows_of(size):
+    def run(operands):
+      if size == batch:
+        return _update(cell, params, context, operands)
+      rows = order[:size]
+      new = _update(cell, params, context, jax.tree_util.tree_map(
+          lambda a: a[rows], operands))
+      return jax.tree_util.tree_map(lambda a, b: a.at[rows].set(b),
+                                    operands[:2], new)
+    return run
+
+  count = jnp.sum(runs, dtype=jnp.int32)
+  # 0 when no row updates, else 1 + the index of the smallest size >= count.
+  bucket = jnp.sum(count > jnp.asarray([0] + sizes[:-1], jnp.int32),
+                   dtype=jnp.int32)
+  return lax.switch(bucket, [copy] + [rows_of(s) for s in sizes], operands)
+
+
+def _update(cell: Cell, params, context, operands):
+  """S2 on ``operands``' rows: the wrapped cell runs, skipped rows copy."""
+  cell_state, previous, x, u, runs = operands
+  candidate, y = cell.apply(params, cell_state, x,
+                            context._replace(active=runs))
+  y = _checked_output(y, previous)
+  return (_copy_or_update(u, candidate, cell_state),                # (S2)
+          _copy_or_update(u, y, previous))
 
 
 def skip(
@@ -182,6 +207,7 @@ def skip(
     update_bias: float = 1.0,
     features: Callable[[Any, jax.Array], jax.Array] | None = None,
     hard: bool = False,
+    row_buckets: int = 1,
     kernel_init: Any = _common.default_kernel_init,
     param_dtype: Any = None,
 ) -> Cell:
@@ -239,13 +265,20 @@ def skip(
   **Hard inference path** (``hard=True``; same params): the wrapped cell
   runs under a ``lax.cond`` on whether any row of the batch updates, so a
   step on which every row skips costs only the gate (a ``[F, 1]`` product):
-  with one row, every skipped step. The values and states equal the soft
-  path's bit for bit. Rows are not grouped by decision: while one row
-  updates, the whole batch runs the cell (rows that skip are passed to it
-  as inactive, and discarded). Under ``vmap`` a ``cond`` runs both
-  branches (correct, no savings). Its gradients are not the soft path's
-  (a step on which no row updates has no straight-through term): train
-  with ``hard=False``.
+  with one row, every skipped step. With ``row_buckets=g > 1`` the cell
+  runs on the smallest of ``g`` static row counts (the multiples of
+  ``batch / g``, rounded up) that holds every row that updates: those rows
+  are gathered first (a sort of the decisions), and their new state is
+  scattered back, so with ``k`` rows updating a step costs a cell step on
+  ``ceil(k g / batch) batch / g`` rows plus the gather and the scatter.
+  Skipped rows the bucket takes in are passed to the cell as inactive, and
+  discarded. The values and states equal the soft path's (bit for bit with
+  ``g = 1``; with ``g > 1`` the cell computes on fewer rows, which can
+  change the last bit of a product). A wrapped cell that draws per-row
+  noise from ``context.key`` draws it for the bucket's rows. Under ``vmap``
+  a ``cond`` runs both branches (correct, no savings). Its gradients are
+  not the soft path's (a step on which no row updates has no
+  straight-through term): train with ``hard=False``.
 
   Rows whose ``context.active`` is False (padding) keep their whole state
   (the wrapped cell's and :math:`\tilde u`) and output zeros, ``update``
@@ -262,6 +295,10 @@ def skip(
       defaults to ``y``.
     hard: False (default): the training path. True: the inference path
       (see above).
+    row_buckets: the hard path's batching: 1 (default) runs the cell on the
+      whole batch when any row updates; ``g > 1`` runs it on the smallest
+      of ``g`` static row counts that holds the updating rows (pays when
+      rows update on different steps).
     kernel_init: initialiser of :math:`W_p` (default LeCun normal, as
       ``flax.linen.Dense``).
     param_dtype: dtype of :math:`W_p`, :math:`b_p` and :math:`\tilde u`;
@@ -283,14 +320,15 @@ def skip(
 
   Raises:
     ValueError: ``cell`` is not a :class:`vcrnn_jax.Cell`, ``update_bias``
-      is not a finite number, ``features`` is not callable, or ``hard`` is
-      not a bool.
+      is not a finite number, ``features`` is not callable, ``hard`` is not
+      a bool, or ``row_buckets`` is not a positive int.
 
   References:
     Campos, Jou, Giro-i-Nieto, Torres & Chang, Skip RNN: Learning to Skip
     State Updates in Recurrent Neural Networks, ICLR 2018, Sec. 3.
   """
   _check_args(cell, update_bias, features, hard)
+  row_buckets = check_positive_int('row_buckets', row_buckets)
   feats = features or _default_features
 
   def init(key, input_size):
@@ -321,7 +359,7 @@ def skip(
     u = _straight_through_round(u_prob)                             # (S1)
     if hard:
       new_cell, y = _hard_step(cell, params['cell'], state, x, context, u,
-                               active)
+                               active, row_buckets)
     else:
       new_cell, y = _soft_step(cell, params['cell'], state, x, context, u)
     new_prob = _next_update_prob(params['update'], feats(new_cell, y), u,
