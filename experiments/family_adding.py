@@ -70,7 +70,8 @@ def main(processes):
                          _common.train_config(f'family_adding {FLAGS.model}'),
                          workdir, processes=processes)
   _common.write_results(workdir, {
-      'model': FLAGS.model, 'seed': FLAGS.seed,
+      'model': FLAGS.model, 'seed': FLAGS.seed, 'updates': result.step,
+      'spec': spec._asdict(),
       **_common.metric_sections(result.metrics)}, processes=processes)
   return result
 

@@ -162,8 +162,11 @@ def main(processes):
       model, FLAGS.setting, result.params, layout=FLAGS.layout,
       bits=FLAGS.bits, batch_size=FLAGS.count_batch_size)
   sections = _common.metric_sections(result.metrics)
+  config = {k: v for k, v in model._asdict().items() if k != 'loop'}
   results = {
-      'method': FLAGS.method, 'setting': FLAGS.setting,
+      'method': FLAGS.method, 'setting': FLAGS.setting, 'seed': FLAGS.seed,
+      'bits': family_parity.ranges(FLAGS.setting, FLAGS.bits)[0],
+      'layout': FLAGS.layout, 'model': config,
       'updates': result.step,
       'accuracy': sections['valid'].get('accuracy'),
       'ponder': sections['valid'].get('ponder'),

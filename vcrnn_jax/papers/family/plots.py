@@ -1,9 +1,11 @@
-"""Plots of the family's parity comparison (PonderNet Sec. 3.1, Fig. 3).
+"""Plots of the family's comparisons.
 
 :func:`plot_by_count` draws the rows of
 :func:`vcrnn_jax.papers.family.parity.evaluate_by_count` of one or more runs:
 steps and accuracy against the number of non-zero elements, with the test
-range shaded.
+range shaded (PonderNet Sec. 3.1, Fig. 3). :func:`plot_error_vs_updates`
+draws the adding task's runs: held-out MSE against the fraction of the state
+updated (Skip-RNN Sec. 4.1).
 
 Example::
 
@@ -18,6 +20,7 @@ from typing import Any
 from vcrnn_jax.analysis import plots
 
 BY_COUNT_PNG = 'ponder_by_count.png'
+ERROR_VS_UPDATES_PNG = 'error_vs_updates.png'
 
 
 def plot_by_count(series: Mapping[str, Sequence[Mapping[str, Any]]], path, *,
@@ -62,4 +65,44 @@ def plot_by_count(series: Mapping[str, Sequence[Mapping[str, Any]]], path, *,
   axes[0].legend(fontsize=8)
   fig.suptitle(title or 'Parity: steps and accuracy per number of non-zero '
                'elements')
+  return plots.save(fig, path)
+
+
+def plot_error_vs_updates(rows: Sequence[Mapping[str, Any]], path, *,
+                          title: str | None = None) -> pathlib.Path:
+  """The adding task's error against computation, one point per run.
+
+  Args:
+    rows: :func:`vcrnn_jax.papers.family.summary.adding_rows` (``model``,
+      ``budget``, ``mse``, ``update_fraction``); a Skip model's points are
+      labelled with their budget.
+    path: the PNG to write.
+    title: the figure title.
+
+  Returns:
+    ``path``.
+
+  Raises:
+    ValueError: no row has both an MSE and an update fraction.
+  """
+  rows = [r for r in rows if r.get('mse') is not None
+          and r.get('update_fraction') is not None]
+  if not rows:
+    raise ValueError('plot_error_vs_updates: no rows to plot.')
+  fig = plots.new_figure((6.4, 4.6))
+  ax = fig.subplots()
+  for model in dict.fromkeys(r['model'] for r in rows):
+    mine = [r for r in rows if r['model'] == model]
+    ax.plot([r['update_fraction'] for r in mine], [r['mse'] for r in mine],
+            'o', label=model, alpha=0.8)
+    for r in mine:
+      if r.get('budget') is not None:
+        ax.annotate(f'{r["budget"]:g}', (r['update_fraction'], r['mse']),
+                    textcoords='offset points', xytext=(4, 3), fontsize=7)
+  ax.set_yscale('log')
+  ax.set_xlabel('fraction of the state updated (Skip: steps; VC: dimensions)')
+  ax.set_ylabel('held-out MSE')
+  ax.grid(alpha=0.3, which='both')
+  ax.legend(fontsize=8)
+  ax.set_title(title or 'Adding task: error against computation')
   return plots.save(fig, path)
