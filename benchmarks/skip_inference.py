@@ -30,40 +30,45 @@ its steps.
 
 Usage (the machine is shared)::
 
-  python -m benchmarks.skip_inference           # ~2 minutes
+  python -m benchmarks.skip_inference           # ~4 minutes
   python -m benchmarks.skip_inference --quick   # seconds (the smoke test)
 
-Result on CPU-2 (2 cores, shared with another job), jax 0.10.2, Elman, 100
-steps per scan, median of 15; ``python -m benchmarks.skip_inference``, 1 min
-55 s (ms are per scan of 100 steps; the other job's load moves them by up
-to 2x between rows, the ratios within a row are steadier)::
+Result on CPU-2 (2 cores, shared with two training jobs), jax 0.10.2,
+Elman, 100 steps per scan, median of 15; ``python -m
+benchmarks.skip_inference``, 4 min 11 s ("grp" is ``hard=True,
+row_buckets=8``; ms are per scan of 100 steps, printed for every variant
+(here the soft path's); the load moves them by up to 2x between rows, the
+ratios within a row are steadier; at batch 1 hard and grp are the same
+program)::
 
-  hidden batch   rows update runs ms soft ms hard ms plain hard/soft hard/plain
-     256     1   same  0.100 0.10    1.10    0.35     0.90     0.317      0.389
-     256     1   same  0.340 0.34    1.02    0.55     0.80     0.541      0.690
-     256     1   same  0.500 0.50    0.97    0.63     0.82     0.646      0.764
-     256     1   same  1.000 1.00    1.05    1.10     0.85     1.046      1.296
-     256    64   same  0.100 0.10   33.36    7.22    32.51     0.216      0.222
-     256    64   same  0.340 0.34   32.04   13.46    29.58     0.420      0.455
-     256    64   same  0.500 0.50   30.74   18.28    28.42     0.595      0.643
-     256    64   same  1.000 1.00   28.31   28.44    27.21     1.005      1.045
-     256    64 phased  0.100 1.00   29.28   29.08    28.27     0.993      1.028
-    1024     1   same  0.100 0.10   26.01    3.07    26.47     0.118      0.116
-    1024     1   same  0.340 0.34   22.02    7.95    21.82     0.361      0.365
-    1024     1   same  0.500 0.50   23.97   12.15    22.94     0.507      0.530
-    1024     1   same  1.000 1.00   27.71   27.55    27.82     0.994      0.990
-    1024    64   same  0.100 0.10  448.51   59.08   436.31     0.132      0.135
-    1024    64   same  0.340 0.34  286.64  108.81   279.40     0.380      0.389
-    1024    64   same  0.500 0.50  472.89  259.76   450.45     0.549      0.577
-    1024    64   same  1.000 1.00  258.07  280.65   283.35     1.088      0.990
-    1024    64 phased  0.100 1.00  415.92  461.39   453.00     1.109      1.019
+  hidden batch   rows update runs  ms soft hard/soft grp/soft hard/plain
+     256     1   same  0.100 0.10     1.55     1.386    0.296      1.955
+     256     1   same  0.340 0.34     1.05     0.615    0.593      0.677
+     256     1   same  0.500 0.50     1.25     0.696    0.687      0.798
+     256     1   same  1.000 1.00     1.14     1.317    2.275      1.407
+     256    64   same  0.100 0.10    55.69     0.208    0.270      0.202
+     256    64   same  0.340 0.34    59.21     0.417    0.540      0.376
+     256    64   same  0.500 0.50    62.45     0.525    0.594      0.536
+     256    64   same  1.000 1.00    71.50     0.930    1.013      0.907
+     256    64 phased  0.100 1.00    58.59     1.032    0.337      1.029
+    1024     1   same  0.100 0.10    46.98     0.100    0.160      0.109
+    1024     1   same  0.340 0.34    43.02     0.327    0.311      0.327
+    1024     1   same  0.500 0.50    41.08     0.500    0.490      0.512
+    1024     1   same  1.000 1.00    38.24     1.046    0.949      1.153
+    1024    64   same  0.100 0.10   889.28     0.135    0.156      0.131
+    1024    64   same  0.340 0.34   582.80     0.426    0.412      0.404
+    1024    64   same  0.500 0.50   780.07     0.562    0.582      0.574
+    1024    64   same  1.000 1.00   672.79     1.025    1.092      0.954
+    1024    64 phased  0.100 1.00   723.34     1.106    0.531      0.994
 
-Reading: with rows in step, hard/soft follows the update fraction (0.12-0.13
-at D=1024 for f=0.1, 0.38 for f=0.34, 0.55 for f=0.5): a skipped step costs
-close to nothing. At D=256, batch 1 the gate and the cond are a visible
-part of a tiny step (0.32 at f=0.1; 1.30x the plain cell at f=1). At f=1,
-and for the phased rows (runs = 1 although each row updates 10% of its
-steps), the hard path saves nothing and costs the gate: ~1.0-1.1x soft.
+Reading: with rows in step, hard/soft follows the update fraction (0.10-0.14
+at D=1024 for f=0.1): a skipped step costs close to nothing. At f=1 the
+hard path saves nothing and costs the gate (~1.0-1.1x soft). Rows out of
+phase (runs = 1 although each row updates 10% of its steps) save nothing
+without row buckets and 0.34x (D=256) to 0.53x (D=1024) with 8 buckets; on
+this CPU the plain Elman step on 8 rows already costs about half of its
+cost on 64 rows at D=1024 (``--hidden=1024 --batches=8,64 --fractions=1.0
+--phased=0``), which is that floor.
 """
 
 import argparse
