@@ -24,6 +24,7 @@ Usage::
 
 import argparse
 import math
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -33,6 +34,7 @@ from vcrnn_jax import act, cells, loops
 from vcrnn_jax.tasks import parity
 
 HIDDEN, BATCH, BITS = 128, 128, 64
+QUICK = ['--m=10', '--repeats=2']
 
 
 def _bce(logit, y):
@@ -55,7 +57,8 @@ def act_step(m, loop, ponder, tau=0.01):
   params = cell.init(jax.random.PRNGKey(0), BITS)
   params['halting']['kernel'] = jnp.zeros_like(params['halting']['kernel'])
   h = halting_value(ponder)
-  params['halting']['bias'] = jnp.full((1,), math.log(h / (1 - h)))
+  params['halting']['bias'] = jnp.full((1,), math.log(h / (1 - h)),
+                                       jnp.float32)
 
   def loss(params, batch):
     x, y = batch
@@ -70,7 +73,8 @@ def act_step(m, loop, ponder, tau=0.01):
 def oracle_step(n):
   inner = cells.elman(HIDDEN)
   params = {'cell': inner.init(jax.random.PRNGKey(0), BITS + 1),
-            'out': jnp.zeros((HIDDEN, 1)), 'b': jnp.zeros((1,))}
+            'out': jnp.zeros((HIDDEN, 1), jnp.float32),
+            'b': jnp.zeros((1,), jnp.float32)}
 
   def loss(params, batch):
     x, y = batch
@@ -79,7 +83,7 @@ def oracle_step(n):
       xin = jnp.concatenate([x, jnp.full((BATCH, 1), flag)], -1)
       state, hid = inner.apply(params['cell'], state, xin)
       return state, hid
-    flags = jnp.zeros((n,)).at[0].set(1.0)
+    flags = jnp.zeros((n,), x.dtype).at[0].set(1.0)
     _, hs = jax.lax.scan(body, inner.initial_state(BATCH), flags)
     logit = hs[-1] @ params['out'] + params['b']
     return _bce(logit[:, 0], y), {'ponder_steps': jnp.asarray(n, jnp.float32)}
@@ -91,7 +95,7 @@ def measure(params, loss, x, y, repeats):
   return _train_step.measure(params, loss, (x, y), repeats, 'ponder_steps')
 
 
-def main(argv=None):
+def main(argv=None) -> list[dict]:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument('--ponder', type=int, default=3,
                       help='ponder steps every sequence takes (mean N)')
@@ -110,7 +114,13 @@ def main(argv=None):
                       "(act_parity's --save_residuals)")
   parser.add_argument('--repeats', type=int, default=30,
                       help='timed train steps per configuration (median)')
+  parser.add_argument('--quick', action='store_true',
+                      help='tiny settings (' + ' '.join(QUICK) + '), which '
+                      'override the others')
   args = parser.parse_args(argv)
+  if args.quick:
+    args = parser.parse_args(
+        (sys.argv[1:] if argv is None else list(argv)) + QUICK)
   if args.ponder < 1 or args.repeats < 1 or args.checkpoints < 1:
     parser.error('--ponder, --repeats and --checkpoints must be >= 1')
   if args.compact_rows < 0:
@@ -135,17 +145,22 @@ def main(argv=None):
             f'{"(c) oracle ms":>14} {"a/c":>6} {"b/a":>7} '
             f'{"mem(a) KiB":>11} {"mem(b) KiB":>11}')
   print(header)
-  mems = {}
-  rows = args.compact_rows or None
+  mems, results = {}, []
+  compact = args.compact_rows or None
   for m in ms:
     loop = loops.LoopConfig(checkpoints=args.checkpoints,
                             save_residuals=args.save_residuals,
-                            compact_rows=rows)
+                            compact_rows=compact)
     t_a, mem_a, n_a = measure(*act_step(m, loop, args.ponder), x, y,
                               args.repeats)
     t_b, mem_b, _ = measure(*act_step(m, 'scan', args.ponder), x, y,
                             max(3, args.repeats // 5))
     mems[m] = mem_a
+    results.append({'M': m, 'N': n_a, 'ms_while': t_a * 1e3,
+                    'ms_scan': t_b * 1e3, 'ms_oracle': t_c * 1e3,
+                    'while/oracle': t_a / t_c, 'scan/while': t_b / t_a,
+                    'temp_kib_while': _kib(mem_a),
+                    'temp_kib_scan': _kib(mem_b)})
     kib = lambda v: f'{v / 1024:.0f}' if v is not None else 'n/a'
     print(f'{m:>5} {n_a:>5.1f} {t_a * 1e3:>13.3f} {t_b * 1e3:>12.3f} '
           f'{t_c * 1e3:>14.3f} {t_a / t_c:>6.2f} {t_b / t_a:>7.1f} '
@@ -155,6 +170,11 @@ def main(argv=None):
   if len(ms) > 1 and all(mems[m] for m in ms):
     print(f'while-loop temp memory M={ms[-1]} / M={ms[0]}: '
           f'{mems[ms[-1]] / mems[ms[0]]:.3f}x')
+  return results
+
+
+def _kib(v):
+  return None if v is None else v / 1024
 
 
 if __name__ == '__main__':

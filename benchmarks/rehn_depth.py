@@ -29,6 +29,7 @@ Usage::
 
 import argparse
 import math
+import sys
 
 import jax
 from jax import lax
@@ -41,6 +42,7 @@ from vcrnn_jax.tasks import elastic_depth
 from vcrnn_jax.unroll import unroll
 
 BATCH, SEQ_LEN = 20, 20
+QUICK = ['--hidden=8', '--max_depth=4', '--repeats=2']
 
 
 def fixed_depth_gates(depth):
@@ -142,7 +144,7 @@ def measure(cell_params, cell, xs, ys, repeats, hidden):
                              'depth')
 
 
-def main():
+def main(argv=None) -> list[dict]:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument('--depth', type=int, default=3,
                       help='the depth R every row realizes')
@@ -157,7 +159,13 @@ def main():
                       help="(a) also saves each slot's vjp residuals")
   parser.add_argument('--repeats', type=int, default=20,
                       help='timed train steps per configuration (median)')
-  args = parser.parse_args()
+  parser.add_argument('--quick', action='store_true',
+                      help='tiny settings (' + ' '.join(QUICK) + '), which '
+                      'override the others')
+  args = parser.parse_args(argv)
+  if args.quick:
+    args = parser.parse_args(
+        (sys.argv[1:] if argv is None else list(argv)) + QUICK)
   if args.depth < 1 or args.repeats < 1 or args.checkpoints < 1:
     parser.error('--depth, --repeats and --checkpoints must be >= 1')
   max_depths = [int(v) for v in args.max_depth.split(',')]
@@ -175,6 +183,7 @@ def main():
         f'(a): checkpoints={args.checkpoints}, '
         f'save_residuals={args.save_residuals}')
   kib = lambda v: f'{v / 1024:.0f}' if v is not None else 'n/a'
+  results = []
   for hidden in hiddens:
     hyper = max(1, hidden // 2)
     key = jax.random.PRNGKey(0)
@@ -204,6 +213,12 @@ def main():
                                 max(3, args.repeats // 4), hidden)
       assert r_a == r_b == args.depth, (r_a, r_b)
       mems[r_max] = mem_a
+      results.append({
+          'D_h': hidden, 'R_max': r_max, 'R': r_a, 'ms_while': t_a * 1e3,
+          'ms_scan': t_b * 1e3, 'ms_oracle': t_c * 1e3, 'ms_srhn': t_d * 1e3,
+          'while/oracle': t_a / t_c, 'while/srhn': t_a / t_d,
+          'oracle/srhn': t_c / t_d, 'scan/while': t_b / t_a,
+          'temp_kib_while': None if mem_a is None else mem_a / 1024})
       print(f'{r_max:>5} {r_a:>4.0f} {t_a * 1e3:>13.3f} {t_b * 1e3:>12.3f} '
             f'{t_a / t_c:>6.2f} {t_a / t_d:>6.2f} {t_b / t_a:>6.1f} '
             f'{kib(mem_a):>11} {kib(mem_b):>11}')
@@ -211,6 +226,7 @@ def main():
       print(f'while-loop temp memory R_max={max_depths[-1]} / '
             f'R_max={max_depths[0]}: '
             f'{mems[max_depths[-1]] / mems[max_depths[0]]:.3f}x')
+  return results
 
 
 if __name__ == '__main__':

@@ -35,6 +35,7 @@ numbers in docs/performance.md were taken on)::
 import argparse
 import math
 import statistics
+import sys
 import time
 
 import jax
@@ -43,6 +44,9 @@ import numpy as np
 
 from vcrnn_jax import cells, vc
 from vcrnn_jax.unroll import unroll
+
+QUICK = ['--hidden=32', '--steps=10', '--m=0.3', '--batches=4',
+         '--repeats=2']
 
 
 def _logit(p):
@@ -67,7 +71,7 @@ def make_run(cell):
   return run
 
 
-def main():
+def main(argv=None) -> list[dict]:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument('--hidden', type=int, default=1024, help='D')
   parser.add_argument('--steps', type=int, default=100,
@@ -84,7 +88,13 @@ def main():
   parser.add_argument('--repeats', type=int, default=15,
                       help='timed runs per configuration (median); the '
                       'configurations take turns so load hits them alike')
-  args = parser.parse_args()
+  parser.add_argument('--quick', action='store_true',
+                      help='tiny settings (' + ' '.join(QUICK) + '), which '
+                      'override the others')
+  args = parser.parse_args(argv)
+  if args.quick:
+    args = parser.parse_args(
+        (sys.argv[1:] if argv is None else list(argv)) + QUICK)
   if min(args.hidden, args.steps, args.repeats) < 1:
     parser.error('--hidden, --steps and --repeats must be >= 1')
   batches = [int(b) for b in args.batches.split(',')]
@@ -113,6 +123,7 @@ def main():
             f'{"d/8":>5} {"d/2^k":>5} {full_name(args):>10} '
             + ' '.join(f'{k:>10}' for k in variants))
   print(header)
+  results = []
   for batch in batches:
     xs = jax.random.normal(jax.random.PRNGKey(1), (batch, args.steps, n))
     kinds = ['same'] + (['spread'] if batch > 1 and args.spread > 0 else [])
@@ -141,6 +152,12 @@ def main():
             for k in variants)
         print(f'{batch:>5} {kind:>6} {m_bar:>5.2f} {need:>7.1f} {d8:>5.0f} '
               f'{d2:>5.0f} {med["full"] * 1e6:>8.1f}us {ratios}')
+        results.append({
+            'batch': batch, 'rows': kind, 'm_bar': m_bar, 'mean_d': need,
+            'd/8': d8, 'd/2^k': d2, 'us_full': med['full'] * 1e6,
+            **{f'{k}/full': med[k] / med['full'] if k in med else None
+               for k in variants}})
+  return results
 
 
 def full_name(args):
