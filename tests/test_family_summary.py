@@ -60,8 +60,8 @@ def test_rows_aggregate_and_table(tmp_path):
       ('pondernet', 'lambda_p=0.2', 0.8)]
   adding = summary.adding_rows(runs)
   # A plain LSTM has no budget, whatever its spec says.
-  assert [(r['model'], r['budget']) for r in adding] == [
-      ('lstm', None), ('skip_lstm', 1e-3)]
+  assert [(r['model'], r['budget'], r['vc_target']) for r in adding] == [
+      ('lstm', None, None), ('skip_lstm', 1e-3, None)]
   rows = summary.aggregate(parity, summary.PARITY_KEYS,
                            summary.PARITY_VALUES)
   pn = rows[1]
@@ -107,7 +107,7 @@ def test_binary_writes_tables_and_figures(tmp_path):
     assert len(list(csv.DictReader(f))) == 3
   text = (out / 'summary.md').read_text()
   assert '## Parity' in text and '## Adding task' in text
-  assert '| skip_lstm | 0.001 | 2.00e-03 |' in text
+  assert '| skip_lstm | 0.001 | - | 2.00e-03 |' in text
   for png in ('error_vs_updates.png', 'by_count_extrapolation.png'):
     assert (out / png).stat().st_size > 0
   # A directory that does not exist: one line, status 2.

@@ -74,8 +74,9 @@ def plot_error_vs_updates(rows: Sequence[Mapping[str, Any]], path, *,
 
   Args:
     rows: :func:`vcrnn_jax.papers.family.summary.adding_rows` (``model``,
-      ``budget``, ``mse``, ``update_fraction``); a Skip model's points are
-      labelled with their budget.
+      ``budget``, ``vc_target``, ``mse``, ``update_fraction``); a Skip
+      model's points are labelled with their budget, VCGRU's with its
+      target.
     path: the PNG to write.
     title: the figure title.
 
@@ -96,8 +97,10 @@ def plot_error_vs_updates(rows: Sequence[Mapping[str, Any]], path, *,
     ax.plot([r['update_fraction'] for r in mine], [r['mse'] for r in mine],
             'o', label=model, alpha=0.8)
     for r in mine:
-      if r.get('budget') is not None:
-        ax.annotate(f'{r["budget"]:g}', (r['update_fraction'], r['mse']),
+      label = next((f'{k} {r[k]:g}' for k in ('budget', 'vc_target')
+                    if r.get(k) is not None), None)
+      if label:
+        ax.annotate(label, (r['update_fraction'], r['mse']),
                     textcoords='offset points', xytext=(4, 3), fontsize=7)
   ax.set_yscale('log')
   ax.set_xlabel('fraction of the state updated (Skip: steps; VC: dimensions)')

@@ -29,7 +29,7 @@ KNOB = {'rnn': None, 'act': 'tau', 'repeat': 'rho', 'pondernet': 'lambda_p'}
 PARITY_KEYS = ('setting', 'bits', 'method', 'knob')
 PARITY_VALUES = ('accuracy', 'train_accuracy', 'ponder',
                  'seconds_per_update')
-ADDING_KEYS = ('model', 'budget')
+ADDING_KEYS = ('model', 'budget', 'vc_target')
 ADDING_VALUES = ('mse', 'mse_over_baseline', 'update_fraction')
 
 
@@ -87,7 +87,8 @@ def parity_rows(runs: Sequence[Mapping[str, Any]]) -> list[dict]:
 
 def adding_rows(runs: Sequence[Mapping[str, Any]]) -> list[dict]:
   """One row per adding-task run (parity runs are left out); ``budget`` is
-  None for the models without a Skip gate."""
+  None for the models without a Skip gate, ``vc_target`` (VCRNN Eq. 10's
+  m-bar) for all but VCGRU."""
   rows = []
   for run in runs:
     if 'model' not in run or 'method' in run:
@@ -98,6 +99,7 @@ def adding_rows(runs: Sequence[Mapping[str, Any]]) -> list[dict]:
     rows.append({
         'run': run['run'], 'model': run['model'],
         'budget': spec.get('budget') if is_skip else None,
+        'vc_target': spec.get('vc_target') if run['model'] == 'vcgru' else None,
         'seed': run.get('seed'), 'updates': run.get('updates'),
         'mse': valid.get('mse'),
         'mse_over_baseline': valid.get('mse_over_baseline'),
