@@ -273,7 +273,7 @@ class VCRNN(CellModule):
   scheduler_init: Initializer = jax.nn.initializers.zeros
   hard: bool = False
   block_sizes: Any = 8
-  row_buckets: int = 1
+  batch_groups: int = 1
   kernel_init: Initializer = _common.default_kernel_init
   recurrent_init: Initializer = _common.default_recurrent_init
   bias_init: Initializer = _common.default_bias_init
@@ -289,7 +289,7 @@ class VCRNN(CellModule):
         self.features, sharpness=self.sharpness, epsilon=self.epsilon,
         scheduler_bias=self.scheduler_bias,
         scheduler_init=self.scheduler_init, hard=self.hard,
-        block_sizes=self.block_sizes, row_buckets=self.row_buckets,
+        block_sizes=self.block_sizes, batch_groups=self.batch_groups,
         kernel_init=self.kernel_init, recurrent_init=self.recurrent_init,
         bias_init=self.bias_init, param_dtype=self.param_dtype)
 
