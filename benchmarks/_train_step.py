@@ -18,6 +18,36 @@ from vcrnn_jax.training import train
 _CONFIG = train.TrainConfig(learning_rate=1e-3, optimizer='adam')
 
 
+def compile_step(params, loss: Callable, batch) -> Callable[[], object]:
+  """The compiled train step on ``batch``, as a function of nothing."""
+  experiment = train.Experiment(
+      init=None, loss=lambda p, b, info: loss(p, b), sample=None,
+      evaluate=None)
+  tx = train.make_optimizer(_CONFIG)
+  state = train.TrainState(params, tx.init(params), jnp.zeros((), jnp.int32),
+                           jax.random.key_data(jax.random.key(0)))
+  key = jax.random.key(1)
+  step = jax.jit(train.train_step, static_argnums=(0, 1))
+  compiled = step.lower(experiment, tx, state, batch, key).compile()
+  jax.block_until_ready(compiled(state, batch, key))
+  return lambda: compiled(state, batch, key)
+
+
+def interleaved(steps: dict, repeats: int) -> dict:
+  """Median seconds of each of ``steps`` (name -> function), run in turn.
+
+  Interleaving spreads any change in the machine's load over every entry,
+  so their ratios stay comparable.
+  """
+  times = {name: [] for name in steps}
+  for _ in range(repeats):
+    for name, f in steps.items():
+      t0 = time.perf_counter()
+      jax.block_until_ready(f())
+      times[name].append(time.perf_counter() - t0)
+  return {name: statistics.median(t) for name, t in times.items()}
+
+
 def measure(params, loss: Callable, batch, repeats: int,
             metric: str) -> tuple[float, object, float]:
   """Median seconds of one train step, its compiled temp bytes, a metric.

@@ -28,13 +28,14 @@ import sys
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from benchmarks import _train_step
 from vcrnn_jax import act, cells, loops
 from vcrnn_jax.tasks import parity
 
 HIDDEN, BATCH, BITS = 128, 128, 64
-QUICK = ['--m=10', '--repeats=2']
+QUICK = ['--m=10', '--repeats=2', '--tail=1']
 
 
 def _bce(logit, y):
@@ -52,9 +53,9 @@ def halting_value(ponder, epsilon=0.01):
   return (1.0 - epsilon) / (ponder - 0.5)
 
 
-def act_step(m, loop, ponder, tau=0.01):
+def act_step(m, loop, ponder, tau=0.01, input_size=BITS):
   cell = act.adaptive(cells.elman(HIDDEN), 1, max_steps=m, loop=loop)
-  params = cell.init(jax.random.PRNGKey(0), BITS)
+  params = cell.init(jax.random.PRNGKey(0), input_size)
   params['halting']['kernel'] = jnp.zeros_like(params['halting']['kernel'])
   h = halting_value(ponder)
   params['halting']['bias'] = jnp.full((1,), math.log(h / (1 - h)),
@@ -70,9 +71,54 @@ def act_step(m, loop, ponder, tau=0.01):
   return params, loss
 
 
-def oracle_step(n):
+def tail_steps(batch=BATCH):
+  """Per-row N with a tail: mean 3.55, batch maximum 26.
+
+  The shape of a 64-bit parity run at tau 0.001 (``ponder_tail``'s table):
+  most rows ponder 3 steps, a few up to 8 and 14, one 26.
+  """
+  head = [26, 14, 8, 8, 6, 6, 6, 6]
+  fours = round(14 * batch / 128)
+  n = head + [4] * fours + [3] * (batch - len(head) - fours)
+  return np.array(n[:batch], np.int32)
+
+
+def tail_inputs(x, steps):
+  """``x`` with a column that sets each row's N (see :func:`act_tail_step`)."""
+  logits = np.array([_logit(halting_value(int(n))) for n in steps])
+  code = np.arctanh(logits / _TAIL_GAIN).astype(np.float32)
+  return jnp.concatenate([x, jnp.asarray(code)[:, None]], axis=-1)
+
+
+_TAIL_GAIN = 10.0
+
+
+def _logit(h):
+  return math.log(h / (1 - h))
+
+
+def act_tail_step(m, loop, tau=0.01):
+  """ACT whose rows ponder :func:`tail_inputs`' N each.
+
+  Hidden unit 0 of the Elman cell copies tanh of the input's last column
+  (its other input and recurrent weights are zero) and the halting unit
+  reads only that unit, so row r halts at the N its column encodes.
+  """
+  params, loss = act_step(m, loop, 1, tau, input_size=BITS + 1)
+  cell = params['cell']
+  cell['input_kernel'] = cell['input_kernel'].at[:, 0].set(0.0).at[
+      BITS, 0].set(1.0)
+  cell['recurrent_kernel'] = cell['recurrent_kernel'].at[:, 0].set(0.0)
+  cell['bias'] = cell['bias'].at[0].set(0.0)
+  params['halting']['kernel'] = params['halting']['kernel'].at[0, 0].set(
+      _TAIL_GAIN)
+  params['halting']['bias'] = jnp.zeros((1,), jnp.float32)
+  return params, loss
+
+
+def oracle_step(n, input_size=BITS):
   inner = cells.elman(HIDDEN)
-  params = {'cell': inner.init(jax.random.PRNGKey(0), BITS + 1),
+  params = {'cell': inner.init(jax.random.PRNGKey(0), input_size + 1),
             'out': jnp.zeros((HIDDEN, 1), jnp.float32),
             'b': jnp.zeros((1,), jnp.float32)}
 
@@ -112,6 +158,11 @@ def main(argv=None) -> list[dict]:
                       action=argparse.BooleanOptionalAction,
                       help="(a) also saves each slot's vjp residuals "
                       "(act_parity's --save_residuals)")
+  parser.add_argument('--tail', default='0,8,1',
+                      help='comma-separated compact_rows (0: none) of the '
+                      'tail case, where rows ponder different N (mean 3.55, '
+                      'batch max 26) and the oracle runs ceil(mean N) = 4 '
+                      'steps for every row; empty: skip the tail case')
   parser.add_argument('--repeats', type=int, default=30,
                       help='timed train steps per configuration (median)')
   parser.add_argument('--quick', action='store_true',
@@ -127,8 +178,12 @@ def main(argv=None) -> list[dict]:
     parser.error('--compact_rows must be >= 0')
   try:
     ms = [int(v) for v in args.m.split(',')]
+    tails = [int(v) for v in args.tail.split(',') if v]
   except ValueError:
-    parser.error(f'--m must be comma-separated integers, got {args.m!r}')
+    parser.error(f'--m and --tail must be comma-separated integers, got '
+                 f'{args.m!r} and {args.tail!r}')
+  if any(c < 0 for c in tails):
+    parser.error(f'--tail takes compact_rows >= 0, got {args.tail!r}')
   if min(ms) < args.ponder:
     parser.error(f'every --m must be >= --ponder={args.ponder} (the loop '
                  f'could not take N steps), got {args.m}')
@@ -156,7 +211,7 @@ def main(argv=None) -> list[dict]:
     t_b, mem_b, _ = measure(*act_step(m, 'scan', args.ponder), x, y,
                             max(3, args.repeats // 5))
     mems[m] = mem_a
-    results.append({'M': m, 'N': n_a, 'ms_while': t_a * 1e3,
+    results.append({'M': m, 'N': n_a, 'case': 'uniform', 'ms_while': t_a * 1e3,
                     'ms_scan': t_b * 1e3, 'ms_oracle': t_c * 1e3,
                     'while/oracle': t_a / t_c, 'scan/while': t_b / t_a,
                     'temp_kib_while': _kib(mem_a),
@@ -170,7 +225,39 @@ def main(argv=None) -> list[dict]:
   if len(ms) > 1 and all(mems[m] for m in ms):
     print(f'while-loop temp memory M={ms[-1]} / M={ms[0]}: '
           f'{mems[ms[-1]] / mems[ms[0]]:.3f}x')
+  if tails:
+    results += tail_case(x, y, tails, args)
   return results
+
+
+def tail_case(x, y, tails, args) -> list[dict]:
+  """ACT whose rows ponder different N against the ceil(mean N) oracle."""
+  steps = tail_steps()
+  xt = tail_inputs(x, steps)
+  n_oracle = math.ceil(steps.mean())
+  print(f'\ntail: per-row N mean {steps.mean():.2f}, max {steps.max()} '
+        f'(M=100); oracle: {n_oracle} steps for every row; loop settings '
+        f'as (a) but compact_rows below; median of {args.repeats}, '
+        'interleaved')
+  steps_fns = {'oracle': _train_step.compile_step(
+      *oracle_step(n_oracle, BITS + 1), (xt, y))}
+  for c in tails:
+    loop = loops.LoopConfig(checkpoints=args.checkpoints,
+                            save_residuals=args.save_residuals,
+                            compact_rows=c or None)
+    steps_fns[c] = _train_step.compile_step(*act_tail_step(100, loop),
+                                            (xt, y))
+  med = _train_step.interleaved(steps_fns, args.repeats)
+  print(f'{"compact_rows":>12} {"while ms":>9} {"oracle ms":>10} {"a/c":>6}')
+  rows = []
+  for c in tails:
+    ratio = med[c] / med['oracle']
+    print(f'{str(c or None):>12} {med[c] * 1e3:>9.3f} '
+          f'{med["oracle"] * 1e3:>10.3f} {ratio:>6.2f}')
+    rows.append({'M': 100, 'N': float(steps.mean()), 'case': 'tail',
+                 'compact_rows': c or None, 'ms_while': med[c] * 1e3,
+                 'ms_oracle': med['oracle'] * 1e3, 'while/oracle': ratio})
+  return rows
 
 
 def _kib(v):

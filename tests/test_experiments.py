@@ -264,6 +264,22 @@ def test_act_loop_benchmark_makes_every_row_ponder_exactly_n(ponder):
     assert int(metrics['ponder_min']) == int(metrics['ponder_max']) == ponder
 
 
+def test_act_loop_tail_case_ponders_the_planned_n_on_every_row():
+  import jax
+
+  from benchmarks import act_loop
+  steps = act_loop.tail_steps()
+  assert (round(float(steps.mean()), 2), int(steps.max())) == (3.55, 26)
+  cell = act_loop.act.adaptive(act_loop.cells.elman(act_loop.HIDDEN), 1,
+                               max_steps=100)
+  params, _ = act_loop.act_tail_step(100, 'scan')
+  x = np.random.default_rng(0).integers(
+      0, 2, (act_loop.BATCH, act_loop.BITS)).astype(np.float32)
+  x = act_loop.tail_inputs(jax.numpy.asarray(x), steps)
+  _, out = jax.jit(cell.apply)(params, cell.initial_state(act_loop.BATCH), x)
+  np.testing.assert_array_equal(out.steps, steps)
+
+
 # ----------------------------------------------------------------------------
 # EI-REHN binaries.
 
