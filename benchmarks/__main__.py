@@ -31,7 +31,8 @@ import time
 
 import jax
 
-SUITE = ('act_loop', 'rehn_depth', 'vc_inference', 'skip_inference')
+SUITE = ('act_loop', 'rehn_depth', 'vc_inference', 'skip_inference',
+         'compile_time', 'flax_rnn')
 
 
 def _versions() -> dict:

@@ -151,7 +151,12 @@ def main(argv=None) -> list[dict]:
   parser.add_argument('--max_depth', default='5,10,40',
                       help='comma-separated values of R_max')
   parser.add_argument('--hidden', default='20,128',
-                      help='comma-separated hidden sizes D_h (D_z = D_h / 2)')
+                      help='comma-separated hidden sizes D_h')
+  parser.add_argument('--hyper', type=float, default=0.5,
+                      help='hypernetwork size as a fraction of D_h: D_z = '
+                      'max(1, floor(hyper * D_h)); EI-REHN multiplies '
+                      '2 D_h^2 + 6 D_h D_z + D_z^2 per row and micro-layer, '
+                      'SRHN 2 D_h^2')
   parser.add_argument('--checkpoints', type=int, default=8,
                       help="(a)'s backward-pass carry slots")
   parser.add_argument('--save_residuals', default=False,
@@ -168,6 +173,8 @@ def main(argv=None) -> list[dict]:
         (sys.argv[1:] if argv is None else list(argv)) + QUICK)
   if args.depth < 1 or args.repeats < 1 or args.checkpoints < 1:
     parser.error('--depth, --repeats and --checkpoints must be >= 1')
+  if not 0 < args.hyper <= 4:
+    parser.error(f'--hyper must be in (0, 4], got {args.hyper}')
   max_depths = [int(v) for v in args.max_depth.split(',')]
   if min(max_depths) < args.depth:
     parser.error(f'every --max_depth must be >= --depth={args.depth}')
@@ -185,7 +192,8 @@ def main(argv=None) -> list[dict]:
   kib = lambda v: f'{v / 1024:.0f}' if v is not None else 'n/a'
   results = []
   for hidden in hiddens:
-    hyper = max(1, hidden // 2)
+    hyper = max(1, int(args.hyper * hidden))
+    flops = (2 * hidden**2 + 6 * hidden * hyper + hyper**2) / (2 * hidden**2)
     key = jax.random.PRNGKey(0)
     oracle = oracle_cell(hidden, args.depth)
     srhn = rehn.srhn(hidden, args.depth)
@@ -194,7 +202,8 @@ def main(argv=None) -> list[dict]:
     t_c, mem_c, r_c = measure(base, oracle, xs, ys, args.repeats, hidden)
     t_d, mem_d, _ = measure(srhn.init(key, 2), srhn, xs, ys, args.repeats,
                             hidden)
-    print(f'\nD_h={hidden}, D_z={hyper}: (c) oracle EI-REHN depth {r_c:.0f}: '
+    print(f'\nD_h={hidden}, D_z={hyper} (multiplications per micro-layer '
+          f'{flops:.2f}x SRHN\'s): (c) oracle EI-REHN depth {r_c:.0f}: '
           f'{t_c * 1e3:.3f} ms, temp {kib(mem_c)} KiB; (d) SRHN depth '
           f'{args.depth}: {t_d * 1e3:.3f} ms, temp {kib(mem_d)} KiB')
     print(f'{"R_max":>5} {"R":>4} {"(a) while ms":>13} {"(b) scan ms":>12} '
@@ -214,7 +223,8 @@ def main(argv=None) -> list[dict]:
       assert r_a == r_b == args.depth, (r_a, r_b)
       mems[r_max] = mem_a
       results.append({
-          'D_h': hidden, 'R_max': r_max, 'R': r_a, 'ms_while': t_a * 1e3,
+          'D_h': hidden, 'D_z': hyper, 'R_max': r_max, 'R': r_a,
+          'flops/srhn': flops, 'ms_while': t_a * 1e3,
           'ms_scan': t_b * 1e3, 'ms_oracle': t_c * 1e3, 'ms_srhn': t_d * 1e3,
           'while/oracle': t_a / t_c, 'while/srhn': t_a / t_d,
           'oracle/srhn': t_c / t_d, 'scan/while': t_b / t_a,

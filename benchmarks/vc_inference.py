@@ -13,10 +13,10 @@ dispatch does not dominate) at ``D = --hidden`` for:
   * ``soft``: the paper's soft-mask VCRNN (Eq. 13, lambda = 1): full cost;
   * ``hard/8``: the hard path with the multiples of D/8 as sizes;
   * ``hard/2^k``: the hard path with powers of two (D/128 ... D) as sizes;
-  * batch > 1 only, ``hard/8 g8``: the rows sorted by size and cut into 8
-    groups, each with its own size (``batch_groups=8``), instead of every
-    row at the batch's largest size (``batch_groups=1``, the other
-    columns).
+  * batch > 1 only, ``hard/8 g8``: the rows sorted by size, each weight
+    shell multiplied for the rows that need it, in multiples of batch / 8
+    rows (``batch_groups=8``), instead of every row at the batch's largest
+    size (``batch_groups=1``, the other columns).
 
 for m-bar in ``--m`` and batch in ``--batches``. The scheduler's weights are
 zero and its bias logit(m-bar), so every row has ``m_t = m-bar`` exactly

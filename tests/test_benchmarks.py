@@ -43,9 +43,14 @@ def test_quick_suite_writes_every_benchmark(tmp_path, capsys, float32):
   assert list(written['benchmarks']) == list(suite.SUITE)
   assert written['quick'] and written['versions']['jax']
   bench = {k: v['rows'] for k, v in results['benchmarks'].items()}
-  # ACT: one M at --quick; every row ponders the forced N = 3.
-  assert [(r['M'], round(r['N'])) for r in bench['act_loop']] == [(10, 3)]
-  assert _positive(bench['act_loop'][0], ('while/oracle', 'scan/while'))
+  # ACT: one M at --quick, every row pondering the forced N = 3; then the
+  # tail case (rows ponder N of mean 3.55) at M = 100, not compacted.
+  act_rows = bench['act_loop']
+  assert [(r['M'], r['case'], round(r['N'], 2)) for r in act_rows] == [
+      (10, 'uniform', 3.0), (100, 'tail', 3.55)]
+  assert act_rows[1]['compact_rows'] is None
+  assert _positive(act_rows[0], ('while/oracle', 'scan/while'))
+  assert _positive(act_rows[1], ('while/oracle',))
   # EI-REHN: the while loop realizes the forced depth.
   assert [(r['D_h'], r['R_max'], r['R']) for r in bench['rehn_depth']] == [
       (8, 4, 3)]
@@ -62,10 +67,25 @@ def test_quick_suite_writes_every_benchmark(tmp_path, capsys, float32):
   assert skip[2]['runs'] == 0.1 and skip[4]['runs'] == 0.4
   assert all(_positive(r, ('hard/soft', 'grouped/soft', 'hard/plain'))
              for r in skip)
+  # Compile time: one fresh process per binary, the corpus a stand-in.
+  compiled = bench['compile_time']
+  assert [(r['binary'], r['data']) for r in compiled] == [
+      ('family_adding', 'none'), ('vc_ptb', 'stand-in')]
+  assert [r.get('error') for r in compiled] == [None, None]
+  assert all(_positive(r, ('params', 'lower_s', 'compile_s', 'total_s'))
+             for r in compiled)
+  # flax.linen.RNN: Elman and LSTM compute flax's maths (losses checked).
+  rnn = bench['flax_rnn']
+  assert [(r['cell'], r['maths']) for r in rnn] == [
+      ('elman', 'same'), ('gru', 'differs'), ('lstm', 'same')]
+  assert all(_positive(r, ('ms_ours', 'ms_linen', 'ms_flax', 'ours/flax',
+                           'linen/flax')) for r in rnn)
   table = (tmp_path / 'benchmarks.md').read_text()
   for name in suite.SUITE:
     assert f'## {name} (' in table
   assert '| hidden | batch | rows |' in table
+  assert '| binary | data | params | lower_s |' in table
+  assert '| cell | hidden | batch | T | maths |' in table
   assert 'hard/soft' in capsys.readouterr().out
 
 

@@ -40,6 +40,7 @@ References:
 """
 
 from collections.abc import Callable, Sequence
+import functools
 import math
 from typing import Any, NamedTuple
 
@@ -251,14 +252,14 @@ def _shells(kernels, sizes):
   k``, each a whole contiguous array. The kernels, which multiply
   concatenated inputs, are stacked along their rows. The relayout copies
   each kernel once (a copy per size would take about ``K / 3`` times
-  more, rebuilt for every sequence).
+  more, rebuilt for every sequence). The full size's own update reads the
+  kernels as they are; its shells serve :func:`_ragged_matmul`.
   """
   lo = (0,) + sizes[:-1]
-  # The last size is D: its update reads the kernels as they are.
   cols = [jnp.concatenate([w[:s, a:s] for w in kernels], axis=0)
-          for a, s in zip(lo[:-1], sizes[:-1])]
+          for a, s in zip(lo, sizes)]
   rows = [jnp.concatenate([w[a:s, :a] for w in kernels], axis=0)
-          for a, s in zip(lo[1:-1], sizes[1:-1])]
+          for a, s in zip(lo[1:], sizes[1:])]
   return cols, rows, list(kernels)
 
 
@@ -278,6 +279,39 @@ def _shell_matmul(shells, inputs, k, sizes):
   for j in range(1, k + 1):
     part = jnp.concatenate([a[:, lo[j]:sizes[j]] for a in inputs], axis=-1)
     out = out.at[:, :lo[j]].add(part @ rows[j - 1])
+  return out
+
+
+def _ragged_matmul(shells, inputs, counts, sizes, unit):
+  """``sum_i inputs[i] @ kernels[i]`` where row ``r`` needs its first
+  ``s_r`` dimensions only, the rows sorted by ``s_r``, largest first.
+
+  Shell ``j`` (:func:`_shells`) is multiplied for the first ``counts[j] *
+  unit`` rows only (``counts[j]`` rows-units hold every row with ``s_r >=
+  sizes[j]``), one ``lax.switch`` per shell over the static row counts. The
+  work is then about ``sum_r s_r**2`` rather than the batch times the
+  largest ``s_r**2``. A row's inputs beyond its ``s_r`` must be zero and
+  its outputs there are not meaningful (the caller keeps the old state).
+  """
+  cols, rows, _ = shells
+  batch = inputs[0].shape[0]
+  lo = (0,) + sizes[:-1]
+  out = jnp.zeros((batch, sizes[-1]), jnp.result_type(*inputs))
+
+  def shell(j, n):
+    def run(out):
+      a = jnp.concatenate([x[:n, :sizes[j]] for x in inputs], axis=-1)
+      out = out.at[:n, lo[j]:sizes[j]].add(a @ cols[j])
+      if j > 0:
+        b = jnp.concatenate([x[:n, lo[j]:sizes[j]] for x in inputs], axis=-1)
+        out = out.at[:n, :lo[j]].add(b @ rows[j - 1])
+      return out
+    return run
+
+  options = [min(b * unit, batch) for b in range(1, -(-batch // unit) + 1)]
+  for j in range(len(sizes)):
+    out = lax.switch(counts[j], [lambda out: out]
+                     + [shell(j, n) for n in options], out)
   return out
 
 
@@ -326,7 +360,8 @@ def _hard_apply(prepare, update, sizes, batch_groups, params, h, x, m,
       # is carried.
       keep = jnp.arange(s, dtype=jnp.int32)[None, :] < d[:, None]
       h_s = h[:, :s]
-      new = update(cell_operands, k - 1, jnp.where(keep, h_s, 0),
+      matmul = functools.partial(_shell_matmul, k=k - 1, sizes=sizes)
+      new = update(cell_operands, matmul, jnp.where(keep, h_s, 0),
                    jnp.where(keep, x_s, 0))
       return jnp.concatenate([jnp.where(keep, new, h_s), h[:, s:]], axis=-1)
     return run
@@ -337,17 +372,26 @@ def _hard_apply(prepare, update, sizes, batch_groups, params, h, x, m,
     # One switch on the batch's largest size: outside vmap only that branch
     # runs (under vmap a switch becomes a select that runs all of them).
     return lax.switch(jnp.max(bucket), branches, operands, h, x, dims), dims
-  # Rows sorted by size, cut into `groups` static slices, one switch each.
+  # Rows sorted by size, largest first; each weight shell is multiplied for
+  # the rows that need it, in multiples of batch / groups rows.
   order = jnp.argsort(-bucket, stable=True)
-  h_sorted, x_sorted = h[order], x[order]
-  dims_sorted, bucket_sorted = dims[order], bucket[order]
-  parts = []
-  for rows in np.array_split(np.arange(h.shape[0]), groups):
-    lo, hi = int(rows[0]), int(rows[-1]) + 1
-    parts.append(lax.switch(bucket_sorted[lo], branches, operands,
-                            h_sorted[lo:hi], x_sorted[lo:hi],
-                            dims_sorted[lo:hi]))
-  return jnp.concatenate(parts, axis=0)[jnp.argsort(order)], dims
+  cell_operands, projection = operands
+  h_sorted, x_sorted, dims_sorted = h[order], x[order], dims[order]
+  if projection is not None:
+    x_sorted = x_sorted @ projection[1]
+  unit = -(-h.shape[0] // groups)
+  shells = jnp.arange(len(sizes), dtype=jnp.int32)
+  needs = jnp.sum(bucket[:, None] > shells[None, :], axis=0,
+                  dtype=jnp.int32)
+  counts = (needs + unit - 1) // unit
+  keep = (jnp.arange(hidden_size, dtype=jnp.int32)[None, :]
+          < dims_sorted[:, None])
+  matmul = functools.partial(_ragged_matmul, counts=counts, sizes=sizes,
+                             unit=unit)
+  new = update(cell_operands, matmul, jnp.where(keep, h_sorted, 0),
+               jnp.where(keep, x_sorted, 0))
+  h_new = jnp.where(keep, new, h_sorted)
+  return jnp.zeros_like(h).at[order].set(h_new, unique_indices=True), dims
 
 
 # ----------------------------------------------------------------------------
@@ -464,8 +508,10 @@ _CELL_ARGS_DOC = r"""
       of ``D / n``, rounded up; default 8) or an increasing sequence (``D``
       is added when missing).
     batch_groups: the hard path's batching: 1 computes every row at the
-      batch's largest size; ``g > 1`` sorts the rows by size and gives each
-      of ``g`` static slices its own size (pays when rows differ a lot).
+      batch's largest size; ``g > 1`` sorts the rows by size and multiplies
+      each weight shell only for the rows that need it, in multiples of
+      ``batch / g`` rows, so the work follows the sum over rows of
+      ``d_t**2`` (pays when rows differ a lot).
     kernel_init, recurrent_init, bias_init: initialisers of ``V`` (and of
       the input projection), ``U`` and the biases, as in the cell it extends.
     param_dtype: dtype of the params and the state.
@@ -590,10 +636,10 @@ def vcrnn(
     return _shells([params['input_kernel'], params['recurrent_kernel']],
                    sizes), params['bias']
 
-  def update(operands, k, h_s, x_s):
+  def update(operands, matmul, h_s, x_s):
     shells, bias = operands
     return jnp.tanh(_common.add_bias(
-        _shell_matmul(shells, [x_s, h_s], k, sizes),
+        matmul(shells, [x_s, h_s]),
         bias[:h_s.shape[-1]]))                                         # (3)
 
   def soft_update(params, e, h_bar, x_bar, h):
@@ -707,15 +753,15 @@ def vcgru(
             + [_shells([v[:, 2 * n:], params['recurrent_kernel']], sizes),
                params['bias']])
 
-  def update(operands, k, h_s, x_s):
+  def update(operands, matmul, h_s, x_s):
     shells_r, shells_z, shells_h, b = operands
     s = h_s.shape[-1]
     r = jax.nn.sigmoid(_common.add_bias(
-        _shell_matmul(shells_r, [x_s, h_s], k, sizes), b[:s]))          # (4)
+        matmul(shells_r, [x_s, h_s]), b[:s]))                          # (4)
     z = jax.nn.sigmoid(_common.add_bias(
-        _shell_matmul(shells_z, [x_s, h_s], k, sizes), b[n:n + s]))     # (4)
+        matmul(shells_z, [x_s, h_s]), b[n:n + s]))                     # (4)
     h_tilde = jnp.tanh(_common.add_bias(
-        _shell_matmul(shells_h, [x_s, r * h_s], k, sizes),
+        matmul(shells_h, [x_s, r * h_s]),
         b[2 * n:2 * n + s]))                                            # (5)
     return z * h_tilde + (1.0 - z) * h_s                                # (6)
 

@@ -1,0 +1,211 @@
+r"""Our Elman, GRU and LSTM against flax.linen's, forward and backward.
+
+For each cell and each ``hidden x batch x T`` of ``--sizes`` this times,
+side by side in one run, a jitted ``jax.value_and_grad`` (with respect to
+the params) of the mean squared output of a ``T``-step sequence of
+``--input_size`` features, computed by
+
+  (a) ``ours``: the pure cell (:func:`vcrnn_jax.cells.elman`, ``gru``,
+      ``lstm``) run by :func:`vcrnn_jax.unroll` (a ``lax.scan``);
+  (b) ``linen``: our Linen module (:class:`vcrnn_jax.linen.Elman`, ``GRU``,
+      ``LSTM``) under ``flax.linen.RNN``;
+  (c) ``flax``: flax's own cell under ``flax.linen.RNN``:
+      ``nn.SimpleCell``, ``nn.GRUCell`` and ``nn.OptimizedLSTMCell``
+      (``--flax_lstm=plain``: ``nn.LSTMCell``);
+
+and reports the median of ``--repeats`` interleaved calls of each (the
+variants take turns, so a change in the machine's load hits them alike) and
+the ratios ``ours/flax`` and ``linen/flax``.
+
+Same maths? Elman and LSTM: yes. The Elman unit is ``SimpleCell``'s
+``tanh(W_i x + b + W_h h)`` and our LSTM is flax's (gate order aside), so
+(a), (b) and (c) start from the same params (converted to flax's layout)
+and the benchmark checks that their losses agree (``maths`` = ``same``).
+GRU: no (``maths`` = ``differs``). Ours is the VCRNN paper's Eq. 4-6 (Cho
+et al. 2014): the reset gate multiplies ``h`` *before* the recurrent matmul,
+``z`` weights the new state, and the matmuls are fused (``x`` by one
+``[in, 3H]`` kernel, ``h`` by ``[H, 2H]`` for the gates, then ``r * h`` by
+``[H, H]``). ``nn.GRUCell`` applies the reset gate *after* its recurrent
+matmul (cuDNN's form), weights the old state by ``z``, and computes six
+separate dense layers. The multiply-adds are the same, the computation is
+not: the ratio compares two GRUs, not one GRU's two implementations.
+
+(a) and (b) run the same cell from the same params; how far apart their
+ratios are shows the timing noise.
+
+Usage (pin to one core: the machine is shared)::
+
+  taskset -c 1 python -m benchmarks.flax_rnn                # ~2 minutes
+  taskset -c 1 python -m benchmarks.flax_rnn --cells=lstm --sizes=512x64x50
+"""
+
+import argparse
+import statistics
+import sys
+import time
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from vcrnn_jax import cells, linen
+from vcrnn_jax.unroll import unroll
+
+CELLS = ('elman', 'gru', 'lstm')
+# The cells whose flax counterpart computes the same function (docstring).
+SAME_MATHS = ('elman', 'lstm')
+QUICK = ['--sizes=16x4x10', '--repeats=2']
+# Our cell, our Linen module and flax's, by cell name.
+_OURS = {'elman': cells.elman, 'gru': cells.gru, 'lstm': cells.lstm}
+_LINEN = {'elman': linen.Elman, 'gru': linen.GRU, 'lstm': linen.LSTM}
+
+
+def _flax_cell(name: str, hidden: int, lstm: str) -> nn.RNNCellBase:
+  if name == 'elman':
+    return nn.SimpleCell(hidden)
+  if name == 'gru':
+    return nn.GRUCell(hidden)
+  return (nn.OptimizedLSTMCell if lstm == 'optimized' else nn.LSTMCell)(hidden)
+
+
+def _flax_params(name: str, ours: dict) -> dict:
+  """Our Elman or LSTM params in flax's cell's layout."""
+  if name == 'elman':
+    return {'i': {'kernel': ours['input_kernel'], 'bias': ours['bias']},
+            'h': {'kernel': ours['recurrent_kernel']}}
+  return linen.lstm_params_to_flax(ours)
+
+
+def _mse(ys) -> jax.Array:
+  return jnp.mean(jnp.square(ys))
+
+
+def variants(name: str, hidden: int, xs: jax.Array, lstm: str) -> dict:
+  """``{variant: (jitted value_and_grad, params)}`` for (a), (b) and (c).
+
+  Each function takes ``(params, xs)`` and differentiates the params.
+  """
+  cell = _OURS[name](hidden)
+  ours = cell.init(jax.random.key(0), xs.shape[-1])
+
+  def loss_ours(params, xs):
+    state = cell.initial_state(xs.shape[0])
+    return _mse(unroll(cell, params, state, xs)[1])
+
+  rnn_linen = nn.RNN(_LINEN[name](hidden))
+  rnn_flax = nn.RNN(_flax_cell(name, hidden, lstm))
+  if name in SAME_MATHS:
+    flax_params = _flax_params(name, ours)
+  else:   # flax's GRU has params of its own
+    flax_params = rnn_flax.init(jax.random.key(0), xs)['params']['cell']
+
+  def loss_module(rnn):
+    return lambda params, xs: _mse(rnn.apply({'params': params}, xs))
+
+  grad = lambda f: jax.jit(jax.value_and_grad(f))
+  return {'ours': (grad(loss_ours), ours),
+          'linen': (grad(loss_module(rnn_linen)), {'cell': {'cell': ours}}),
+          'flax': (grad(loss_module(rnn_flax)), {'cell': flax_params})}
+
+
+def check_losses(name: str, losses: dict) -> str:
+  """``'same'`` or ``'differs'``: whether flax's cell computes ours.
+
+  Raises RuntimeError if variants that compute the same function (ours and
+  our Linen module always; flax's too for ``SAME_MATHS``) disagree.
+  """
+  same = name in SAME_MATHS
+  values = {k: float(v) for k, v in losses.items() if same or k != 'flax'}
+  if not np.allclose(list(values.values()), values['ours'], rtol=1e-3):
+    raise RuntimeError(f'{name}: the variants compute different losses '
+                       f'{values}; they should agree.')
+  return 'same' if same else 'differs'
+
+
+def time_variants(jobs: dict, xs: jax.Array,
+                  repeats: int) -> tuple[dict, dict]:
+  """Median seconds per call of each job, interleaved; and their losses."""
+  losses = {k: jax.block_until_ready(f(p, xs))[0]   # compile and warm up
+            for k, (f, p) in jobs.items()}
+  times = {k: [] for k in jobs}
+  for _ in range(repeats):
+    for k, (f, p) in jobs.items():
+      t0 = time.perf_counter()
+      jax.block_until_ready(f(p, xs))
+      times[k].append(time.perf_counter() - t0)
+  return {k: statistics.median(v) for k, v in times.items()}, losses
+
+
+def _sizes(text: str) -> list[tuple[int, int, int]]:
+  out = []
+  for item in text.split(','):
+    parts = [int(v) for v in item.split('x')]
+    if len(parts) != 3 or min(parts) < 1:
+      raise ValueError(item)
+    out.append(tuple(parts))
+  return out
+
+
+def main(argv=None) -> list[dict]:
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument('--cells', default=','.join(CELLS),
+                      help='comma-separated cells, of: ' + ', '.join(CELLS))
+  parser.add_argument('--sizes', default='128x32x100,512x32x100,128x256x100',
+                      help='comma-separated HIDDENxBATCHxT settings')
+  parser.add_argument('--input_size', type=int, default=64,
+                      help='input features per step')
+  parser.add_argument('--flax_lstm', default='optimized',
+                      choices=('optimized', 'plain'),
+                      help="flax's LSTM: nn.OptimizedLSTMCell (one fused "
+                      'matmul per side) or nn.LSTMCell (one per gate)')
+  parser.add_argument('--repeats', type=int, default=10,
+                      help='timed calls per variant (median); the variants '
+                      'take turns so load hits them alike')
+  parser.add_argument('--quick', action='store_true',
+                      help='tiny settings (' + ' '.join(QUICK) + '), which '
+                      'override the others')
+  args = parser.parse_args(argv)
+  if args.quick:
+    args = parser.parse_args(
+        (sys.argv[1:] if argv is None else list(argv)) + QUICK)
+  names = [n for n in args.cells.split(',') if n]
+  if not names or set(names) - set(CELLS):
+    parser.error(f'--cells takes names of {", ".join(CELLS)}; got '
+                 f'{args.cells!r}')
+  try:
+    sizes = _sizes(args.sizes)
+  except ValueError:
+    parser.error(f'--sizes must be HIDDENxBATCHxT[,...] of positive '
+                 f'integers, got {args.sizes!r}')
+  if args.input_size < 1 or args.repeats < 1:
+    parser.error('--input_size and --repeats must be >= 1')
+  print(f'jax {jax.__version__} on {jax.devices()[0].device_kind} '
+        f'({jax.default_backend()}); value_and_grad of an MSE over T steps, '
+        f'{args.input_size} input features, median of {args.repeats}; '
+        f'flax LSTM: {args.flax_lstm}')
+  print(f'{"cell":>5} {"hidden":>6} {"batch":>5} {"T":>4} {"maths":>7} '
+        f'{"ours ms":>8} {"linen ms":>8} {"flax ms":>8} {"ours/flax":>9} '
+        f'{"linen/flax":>10}')
+  rows = []
+  for name in names:
+    for hidden, batch, steps in sizes:
+      xs = jax.random.normal(jax.random.key(1),
+                             (batch, steps, args.input_size))
+      med, losses = time_variants(
+          variants(name, hidden, xs, args.flax_lstm), xs, args.repeats)
+      row = {'cell': name, 'hidden': hidden, 'batch': batch, 'T': steps,
+             'maths': check_losses(name, losses),
+             **{f'ms_{k}': v * 1e3 for k, v in med.items()},
+             'ours/flax': med['ours'] / med['flax'],
+             'linen/flax': med['linen'] / med['flax']}
+      rows.append(row)
+      print(f'{name:>5} {hidden:>6} {batch:>5} {steps:>4} {row["maths"]:>7} '
+            f'{row["ms_ours"]:>8.2f} {row["ms_linen"]:>8.2f} '
+            f'{row["ms_flax"]:>8.2f} {row["ours/flax"]:>9.3f} '
+            f'{row["linen/flax"]:>10.3f}', flush=True)
+  return rows
+
+
+if __name__ == '__main__':
+  main()
