@@ -16,9 +16,17 @@ for M in {10, 100, 400}, and the compiled temporary memory of each train step
 so that every sequence ponders exactly ``--ponder`` steps (kernel 0, bias
 logit(1/ponder + tiny)), making the oracle exact.
 
+Then the tail case (``--tail``): rows ponder different numbers of steps
+(:func:`tail_steps`: mean 3.55, batch maximum 26, set through an input
+column the halting unit reads), against an oracle of ceil(mean N) = 4 steps
+for every row, for each ``compact_rows`` given, timed interleaved.
+``taskset -c 0 python -m benchmarks.act_loop --m=100 --tail=0,8,1`` on
+CPU-2 (the other core busy): 10.1x (no compaction), 1.99x (8), 2.03x (1).
+``--profile=DIR`` also writes a ``jax.profiler`` trace of the tail case.
+
 Usage::
 
-  python -m benchmarks.act_loop                # ~1-2 minutes on a 2-core CPU
+  python -m benchmarks.act_loop                # ~3 minutes on a 2-core CPU
   python -m benchmarks.act_loop --ponder=3 --repeats=50 --m=10,100,400
 """
 
@@ -63,7 +71,7 @@ def act_step(m, loop, ponder, tau=0.01, input_size=BITS):
 
   def loss(params, batch):
     x, y = batch
-    _, out = cell.apply(params, cell.initial_state(BATCH), x)
+    _, out = cell.apply(params, cell.initial_state(x.shape[0]), x)
     return (_bce(out.output[:, 0], y) + tau * jnp.mean(act.ponder_cost(out)),
             {'ponder_steps': jnp.mean(out.steps.astype(jnp.float32)),
              'ponder_min': jnp.min(out.steps),
@@ -126,11 +134,11 @@ def oracle_step(n, input_size=BITS):
     x, y = batch
 
     def body(state, flag):
-      xin = jnp.concatenate([x, jnp.full((BATCH, 1), flag)], -1)
+      xin = jnp.concatenate([x, jnp.full((x.shape[0], 1), flag)], -1)
       state, hid = inner.apply(params['cell'], state, xin)
       return state, hid
     flags = jnp.zeros((n,), x.dtype).at[0].set(1.0)
-    _, hs = jax.lax.scan(body, inner.initial_state(BATCH), flags)
+    _, hs = jax.lax.scan(body, inner.initial_state(x.shape[0]), flags)
     logit = hs[-1] @ params['out'] + params['b']
     return _bce(logit[:, 0], y), {'ponder_steps': jnp.asarray(n, jnp.float32)}
   return params, loss
@@ -163,6 +171,12 @@ def main(argv=None) -> list[dict]:
                       'tail case, where rows ponder different N (mean 3.55, '
                       'batch max 26) and the oracle runs ceil(mean N) = 4 '
                       'steps for every row; empty: skip the tail case')
+  parser.add_argument('--batch', type=int, default=BATCH,
+                      help='rows per batch (the parity configuration: 128)')
+  parser.add_argument('--profile', default='',
+                      help='also write a jax.profiler trace of 10 train '
+                      'steps of each tail-case setting and of its oracle to '
+                      'this folder (read it with xprof or TensorBoard)')
   parser.add_argument('--repeats', type=int, default=30,
                       help='timed train steps per configuration (median)')
   parser.add_argument('--quick', action='store_true',
@@ -172,8 +186,9 @@ def main(argv=None) -> list[dict]:
   if args.quick:
     args = parser.parse_args(
         (sys.argv[1:] if argv is None else list(argv)) + QUICK)
-  if args.ponder < 1 or args.repeats < 1 or args.checkpoints < 1:
-    parser.error('--ponder, --repeats and --checkpoints must be >= 1')
+  if min(args.ponder, args.repeats, args.checkpoints, args.batch) < 1:
+    parser.error('--ponder, --repeats, --checkpoints and --batch must be '
+                 '>= 1')
   if args.compact_rows < 0:
     parser.error('--compact_rows must be >= 0')
   try:
@@ -187,11 +202,11 @@ def main(argv=None) -> list[dict]:
   if min(ms) < args.ponder:
     parser.error(f'every --m must be >= --ponder={args.ponder} (the loop '
                  f'could not take N steps), got {args.m}')
-  batch = parity.task(bits=BITS).sample(jax.random.PRNGKey(1), BATCH)
+  batch = parity.task(bits=BITS).sample(jax.random.PRNGKey(1), args.batch)
   x, y = batch.inputs[:, 0], batch.targets[:, 0, 0]
 
   print(f'jax {jax.__version__} on {jax.devices()[0].device_kind} '
-        f'({jax.default_backend()}); batch {BATCH}, hidden {HIDDEN}, '
+        f'({jax.default_backend()}); batch {args.batch}, hidden {HIDDEN}, '
         f'{BITS} bits, ponder N={args.ponder}, median of {args.repeats}; '
         f'(a): checkpoints={args.checkpoints}, save_residuals='
         f'{args.save_residuals}, compact_rows={args.compact_rows or None}')
@@ -232,7 +247,7 @@ def main(argv=None) -> list[dict]:
 
 def tail_case(x, y, tails, args) -> list[dict]:
   """ACT whose rows ponder different N against the ceil(mean N) oracle."""
-  steps = tail_steps()
+  steps = tail_steps(x.shape[0])
   xt = tail_inputs(x, steps)
   n_oracle = math.ceil(steps.mean())
   print(f'\ntail: per-row N mean {steps.mean():.2f}, max {steps.max()} '
@@ -248,6 +263,16 @@ def tail_case(x, y, tails, args) -> list[dict]:
     steps_fns[c] = _train_step.compile_step(*act_tail_step(100, loop),
                                             (xt, y))
   med = _train_step.interleaved(steps_fns, args.repeats)
+  if args.profile:
+    # One trace, the settings one after the other: each train step is a
+    # PjRt execution whose XLA ops the trace viewer lists.
+    jax.profiler.start_trace(args.profile)
+    for f in steps_fns.values():
+      for _ in range(10):
+        jax.block_until_ready(f())
+    jax.profiler.stop_trace()
+    print(f'trace of 10 steps each of {", ".join(map(str, steps_fns))} '
+          f'written to {args.profile}')
   print(f'{"compact_rows":>12} {"while ms":>9} {"oracle ms":>10} {"a/c":>6}')
   rows = []
   for c in tails:

@@ -54,7 +54,8 @@ class LoopConfig:
       follow the steps taken, forward and backward. ``'scan'``: the
       :func:`masked_scan_loop` reference over ``max_steps``.
     checkpoints: the carries the ``'while'`` loop saves for its backward
-      pass (memory is independent of ``max_steps``).
+      pass (memory is independent of ``max_steps``); a compacted stage of
+      ``1/k`` of the rows keeps ``k`` times as many, up to ``max_steps``.
     save_residuals: with ``'while'``, also save each saved step's ``jax.vjp``
       residuals, so the backward pass transposes without re-running steps.
       Pays for matmul-bound bodies (large hidden size, small batch).
@@ -383,17 +384,23 @@ def halting_loop(
                                 (params, inputs), carry, max_steps=max_steps)
     return final.rows, final.n
 
+  sizes = stage_sizes(running.shape, loop.compact_rows)
+
   def run(inputs, carry, rest):
     """The while loop until at most ``rest`` rows still run."""
     def cond(c):
       return jnp.sum(c.running.astype(jnp.int32)) > rest
 
+    # A stage of fewer rows keeps proportionally more slots in the memory
+    # of the first stage's: the tail's few rows often run longest, and
+    # every step past the slots is recomputed in the backward pass.
+    rows = carry.running.shape[0] if carry.running.ndim else 1
+    slots = min(max_steps, loop.checkpoints * max(1, sizes[0] // rows))
     carry, _ = bounded_while_loop(
         cond, body, (params, inputs), carry, max_steps=max_steps,
-        checkpoints=loop.checkpoints, save_residuals=loop.save_residuals)
+        checkpoints=slots, save_residuals=loop.save_residuals)
     return carry
 
-  sizes = stage_sizes(running.shape, loop.compact_rows)
   ends = sizes[1:] + (0,)
   carry = run(inputs, carry, ends[0])
   for size, rest in zip(sizes[1:], ends[1:]):
