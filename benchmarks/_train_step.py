@@ -18,8 +18,8 @@ from vcrnn_jax.training import train
 _CONFIG = train.TrainConfig(learning_rate=1e-3, optimizer='adam')
 
 
-def compile_step(params, loss: Callable, batch) -> Callable[[], object]:
-  """The compiled train step on ``batch``, as a function of nothing."""
+def _compiled(params, loss: Callable, batch):
+  """The compiled train step and the arguments it is called with."""
   experiment = train.Experiment(
       init=None, loss=lambda p, b, info: loss(p, b), sample=None,
       evaluate=None)
@@ -28,9 +28,15 @@ def compile_step(params, loss: Callable, batch) -> Callable[[], object]:
                            jax.random.key_data(jax.random.key(0)))
   key = jax.random.key(1)
   step = jax.jit(train.train_step, static_argnums=(0, 1))
-  compiled = step.lower(experiment, tx, state, batch, key).compile()
-  jax.block_until_ready(compiled(state, batch, key))
-  return lambda: compiled(state, batch, key)
+  return step.lower(experiment, tx, state, batch, key).compile(), (
+      state, batch, key)
+
+
+def compile_step(params, loss: Callable, batch) -> Callable[[], object]:
+  """The compiled train step on ``batch``, as a function of nothing."""
+  compiled, args = _compiled(params, loss, batch)
+  jax.block_until_ready(compiled(*args))
+  return lambda: compiled(*args)
 
 
 def interleaved(steps: dict, repeats: int) -> dict:
@@ -59,22 +65,14 @@ def measure(params, loss: Callable, batch, repeats: int,
     repeats: timed steps (after one untimed step that compiles).
     metric: the name of the loss metric to return (its first step's value).
   """
-  experiment = train.Experiment(
-      init=None, loss=lambda p, b, info: loss(p, b), sample=None,
-      evaluate=None)
-  tx = train.make_optimizer(_CONFIG)
-  state = train.TrainState(params, tx.init(params), jnp.zeros((), jnp.int32),
-                           jax.random.key_data(jax.random.key(0)))
-  key = jax.random.key(1)
-  step = jax.jit(train.train_step, static_argnums=(0, 1))
-  compiled = step.lower(experiment, tx, state, batch, key).compile()
+  compiled, args = _compiled(params, loss, batch)
   mem = compiled.memory_analysis()
   temp = getattr(mem, 'temp_size_in_bytes', None) if mem is not None else None
-  _, metrics = compiled(state, batch, key)
+  _, metrics = compiled(*args)
   value = float(jax.block_until_ready(metrics[metric]))
   times = []
   for _ in range(repeats):
     t0 = time.perf_counter()
-    jax.block_until_ready(compiled(state, batch, key))
+    jax.block_until_ready(compiled(*args))
     times.append(time.perf_counter() - t0)
   return statistics.median(times), temp, value

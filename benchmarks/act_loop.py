@@ -32,13 +32,12 @@ Usage::
 
 import argparse
 import math
-import sys
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from benchmarks import _train_step
+from benchmarks import _cli, _train_step
 from vcrnn_jax import act, cells, loops
 from vcrnn_jax.tasks import parity
 
@@ -179,13 +178,8 @@ def main(argv=None) -> list[dict]:
                       'this folder (read it with xprof or TensorBoard)')
   parser.add_argument('--repeats', type=int, default=30,
                       help='timed train steps per configuration (median)')
-  parser.add_argument('--quick', action='store_true',
-                      help='tiny settings (' + ' '.join(QUICK) + '), which '
-                      'override the others')
-  args = parser.parse_args(argv)
-  if args.quick:
-    args = parser.parse_args(
-        (sys.argv[1:] if argv is None else list(argv)) + QUICK)
+  _cli.add_quick(parser, QUICK)
+  args = _cli.parse(parser, argv, QUICK)
   if min(args.ponder, args.repeats, args.checkpoints, args.batch) < 1:
     parser.error('--ponder, --repeats, --checkpoints and --batch must be '
                  '>= 1')

@@ -57,6 +57,7 @@ from typing import NamedTuple
 import jax
 import numpy as np
 
+from benchmarks import _cli
 from vcrnn_jax.training import train
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -325,9 +326,7 @@ def _parser() -> argparse.ArgumentParser:
                       '--data_dir=, is replaced by a stand-in')
   parser.add_argument('--repeats', type=int, default=1,
                       help='fresh processes per binary (median)')
-  parser.add_argument('--quick', action='store_true',
-                      help='two quick binaries on stand-in corpora ('
-                      + ' '.join(QUICK) + '), which override the others')
+  _cli.add_quick(parser, QUICK, 'two quick binaries on stand-in corpora')
   return parser
 
 
@@ -340,9 +339,7 @@ def main(argv=None) -> list[dict]:
   if argv[:1] == [CHILD]:
     child(argv[1], pathlib.Path(argv[2]), argv[3:])
   parser = _parser()
-  args = parser.parse_args(argv)
-  if args.quick:
-    args = parser.parse_args(argv + QUICK)
+  args = _cli.parse(parser, argv, QUICK)
   names = [n for n in args.only.split(',') if n]
   unknown = sorted(set(names) - set(BINARIES))
   if unknown or not names:

@@ -41,7 +41,6 @@ Usage (pin to one core: the machine is shared)::
 
 import argparse
 import statistics
-import sys
 import time
 
 import flax.linen as nn
@@ -49,6 +48,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from benchmarks import _cli
 from vcrnn_jax import cells, linen
 from vcrnn_jax.unroll import unroll
 
@@ -162,13 +162,8 @@ def main(argv=None) -> list[dict]:
   parser.add_argument('--repeats', type=int, default=10,
                       help='timed calls per variant (median); the variants '
                       'take turns so load hits them alike')
-  parser.add_argument('--quick', action='store_true',
-                      help='tiny settings (' + ' '.join(QUICK) + '), which '
-                      'override the others')
-  args = parser.parse_args(argv)
-  if args.quick:
-    args = parser.parse_args(
-        (sys.argv[1:] if argv is None else list(argv)) + QUICK)
+  _cli.add_quick(parser, QUICK)
+  args = _cli.parse(parser, argv, QUICK)
   names = [n for n in args.cells.split(',') if n]
   if not names or set(names) - set(CELLS):
     parser.error(f'--cells takes names of {", ".join(CELLS)}; got '

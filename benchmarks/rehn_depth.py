@@ -29,13 +29,12 @@ Usage::
 
 import argparse
 import math
-import sys
 
 import jax
 from jax import lax
 import jax.numpy as jnp
 
-from benchmarks import _train_step
+from benchmarks import _cli, _train_step
 from vcrnn_jax import loops, rehn
 from vcrnn_jax.core import Cell
 from vcrnn_jax.tasks import elastic_depth
@@ -164,13 +163,8 @@ def main(argv=None) -> list[dict]:
                       help="(a) also saves each slot's vjp residuals")
   parser.add_argument('--repeats', type=int, default=20,
                       help='timed train steps per configuration (median)')
-  parser.add_argument('--quick', action='store_true',
-                      help='tiny settings (' + ' '.join(QUICK) + '), which '
-                      'override the others')
-  args = parser.parse_args(argv)
-  if args.quick:
-    args = parser.parse_args(
-        (sys.argv[1:] if argv is None else list(argv)) + QUICK)
+  _cli.add_quick(parser, QUICK)
+  args = _cli.parse(parser, argv, QUICK)
   if args.depth < 1 or args.repeats < 1 or args.checkpoints < 1:
     parser.error('--depth, --repeats and --checkpoints must be >= 1')
   if not 0 < args.hyper <= 4:

@@ -74,13 +74,13 @@ cost on 64 rows at D=1024 (``--hidden=1024 --batches=8,64 --fractions=1.0
 import argparse
 import math
 import statistics
-import sys
 import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from benchmarks import _cli
 from vcrnn_jax import cells, skip
 from vcrnn_jax.unroll import unroll
 
@@ -158,13 +158,8 @@ def main(argv=None):
                       help='the wrapped cell')
   parser.add_argument('--repeats', type=int, default=15,
                       help='timed runs per configuration (median)')
-  parser.add_argument('--quick', action='store_true',
-                      help='tiny settings (' + ' '.join(QUICK) + '), which '
-                      'override the others')
-  args = parser.parse_args(argv)
-  if args.quick:
-    args = parser.parse_args(
-        (sys.argv[1:] if argv is None else list(argv)) + QUICK)
+  _cli.add_quick(parser, QUICK)
+  args = _cli.parse(parser, argv, QUICK)
   hiddens = [int(h) for h in args.hidden.split(',')]
   batches = [int(b) for b in args.batches.split(',')]
   fractions = [float(f) for f in args.fractions.split(',')]

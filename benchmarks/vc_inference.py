@@ -35,13 +35,13 @@ numbers in docs/performance.md were taken on)::
 import argparse
 import math
 import statistics
-import sys
 import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from benchmarks import _cli
 from vcrnn_jax import cells, vc
 from vcrnn_jax.unroll import unroll
 
@@ -88,13 +88,8 @@ def main(argv=None) -> list[dict]:
   parser.add_argument('--repeats', type=int, default=15,
                       help='timed runs per configuration (median); the '
                       'configurations take turns so load hits them alike')
-  parser.add_argument('--quick', action='store_true',
-                      help='tiny settings (' + ' '.join(QUICK) + '), which '
-                      'override the others')
-  args = parser.parse_args(argv)
-  if args.quick:
-    args = parser.parse_args(
-        (sys.argv[1:] if argv is None else list(argv)) + QUICK)
+  _cli.add_quick(parser, QUICK)
+  args = _cli.parse(parser, argv, QUICK)
   if min(args.hidden, args.steps, args.repeats) < 1:
     parser.error('--hidden, --steps and --repeats must be >= 1')
   batches = [int(b) for b in args.batches.split(',')]
