@@ -19,6 +19,7 @@ from vcrnn_jax.core import (
   InputSizeError,
   as_context,
   cell_output,
+  check_cell,
   check_positive_int,
   param_dtype_of,
   shape_probe_context,
@@ -254,6 +255,7 @@ def adaptive(
   References:
     Graves, Adaptive Computation Time for Recurrent Neural Networks, 2016.
   """
+  check_cell('act.adaptive', cell)
   if output_size is not None:
     output_size = check_positive_int('output_size', output_size)
   max_steps = check_positive_int('max_steps', max_steps)

@@ -52,6 +52,7 @@ sharding.
 """
 
 from collections.abc import Callable
+import inspect
 import operator
 from typing import Any, NamedTuple
 
@@ -81,6 +82,39 @@ class Cell(NamedTuple):
   init: Callable[[jax.Array, int], Params]
   initial_state: Callable[[int], State]
   apply: Callable[..., tuple[State, Any]]  # (params, state, x, context=None)
+
+
+def check_cell(owner: str, cell: Any) -> Cell:
+  """``cell`` if it is a :class:`Cell`; else a one-line ``ValueError``.
+
+  The message names the usual mistakes: a factory passed uncalled
+  (``cells.gru`` for ``cells.gru(8)``) and a Flax module passed where its
+  pure cell belongs.
+  """
+  if isinstance(cell, Cell):
+    return cell
+  got = f' (e.g. vcrnn_jax.cells.gru(8)); got {type(cell).__name__}'
+  if hasattr(cell, 'make_cell'):
+    got = (f'; got the Flax module {type(cell).__name__}: pass its '
+           'make_cell(), or use the wrapper module of vcrnn_jax.linen or '
+           'vcrnn_jax.nnx')
+  elif callable(cell) and hasattr(cell, '__name__'):
+    module = getattr(cell, '__module__', None) or ''
+    parts = module.split('.')[1:] if module.startswith('vcrnn_jax.') else []
+    if parts and parts[-1] == cell.__name__:
+      parts = parts[:-1]  # cells.gru, not cells.gru.gru
+    name = '.'.join(parts + [cell.__name__])
+    try:
+      first = next(iter(inspect.signature(cell).parameters), None)
+    except (TypeError, ValueError):
+      first = None
+    if first == 'hidden_size':
+      got = f'; got the factory {name}: call it, e.g. {name}(8)'
+    elif parts:
+      got = f'; got the function {name}: call it to build the cell'
+    else:
+      got = f' (e.g. vcrnn_jax.cells.gru(8)); got the function {name}'
+  raise ValueError(f'{owner}: cell must be a vcrnn_jax.Cell{got}.')
 
 
 def as_context(context: Context | None) -> Context:

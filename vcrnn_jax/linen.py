@@ -50,6 +50,19 @@ from vcrnn_jax.cells import _common
 from vcrnn_jax.core import Cell, Context, as_context
 
 Initializer = _common.Initializer
+# The factories' defaults, read from their signatures (declared once).
+_ELMAN = _common.defaults(cells.elman)
+_GRU = _common.defaults(cells.gru)
+_LSTM = _common.defaults(cells.lstm)
+_RHN = _common.defaults(rehn.rhn)
+_SREHN = _common.defaults(rehn.srehn)
+_EIREHN = _common.defaults(rehn.ei_rehn)
+_VCRNN = _common.defaults(vc.vcrnn)
+_VCGRU = _common.defaults(vc.vcgru)
+_STACK = _common.defaults(cells.stack)
+_ACT = _common.defaults(act.adaptive)
+_PONDERNET = _common.defaults(ponder.pondernet)
+_SKIP = _common.defaults(skip.skip)
 
 
 def _flatten_batch(tree: Any, batch_ndim: int, size: int) -> Any:
@@ -60,6 +73,36 @@ def _flatten_batch(tree: Any, batch_ndim: int, size: int) -> Any:
 def _restore_batch(tree: Any, batch_shape: tuple) -> Any:
   return jax.tree_util.tree_map(
       lambda a: a.reshape(batch_shape + a.shape[1:]), tree)
+
+
+def _options(module: Any, factory: Callable[..., Cell]) -> dict:
+  """``factory``'s keyword options, read from ``module``'s attributes."""
+  return {name: getattr(module, name)
+          for name in _common.keyword_options(factory)}
+
+
+def _draw_carry(carry_init: Initializer | None, rng: jax.Array,
+                state: Any) -> Any:
+  """``state``'s leaves drawn from ``carry_init`` (``state`` if None).
+
+  As ``flax.linen``'s cells draw theirs: one leaf from ``rng`` itself,
+  several (the LSTM's ``c, h``) from ``jax.random.split(rng, n)`` in order.
+  """
+  if carry_init is None:
+    return state
+  leaves, treedef = jax.tree_util.tree_flatten(state)
+  keys = [rng] if len(leaves) == 1 else list(jax.random.split(rng, len(leaves)))
+  return jax.tree_util.tree_unflatten(
+      treedef, [carry_init(k, a.shape, a.dtype) for k, a in zip(keys, leaves)])
+
+
+def _flax_names(cls: type) -> type:
+  """``cls`` also accepts ``recurrent_init``, flax's
+  ``recurrent_kernel_init`` under its deprecated name."""
+  cls.__init__ = _common.renamed_arguments(
+      f'linen.{cls.__name__}', recurrent_init='recurrent_kernel_init')(
+          cls.__init__)
+  return cls
 
 
 class CellModule(nn.RNNCellBase):
@@ -120,75 +163,119 @@ class CellModule(nn.RNNCellBase):
     return jax.tree_util.tree_unflatten(treedef, got)
 
   @nn.nowrap
-  def initialize_carry(self, rng, input_shape):
-    """Zero carry for inputs of shape ``(*batch, features)``."""
-    del rng  # States start at zero (no learned or random initial state).
+  def _batch_shape(self, input_shape: tuple) -> tuple:
     if len(input_shape) < 1:
       raise ValueError(
           f'{type(self).__name__}.initialize_carry: input_shape must be '
           f'(*batch, features), got {tuple(input_shape)}.')
-    batch_shape = tuple(input_shape[:-1])
+    return tuple(input_shape[:-1])
+
+  @nn.nowrap
+  def initialize_carry(self, rng, input_shape):
+    """The carry for inputs of shape ``(*batch, features)``.
+
+    Zeros; a module with a ``carry_init`` field (the Flax cells' ``Elman``,
+    ``GRU``, ``LSTM``) draws each leaf from it, with ``rng`` as Flax's cells
+    use it.
+    """
+    batch_shape = self._batch_shape(input_shape)
     state = self.make_cell().initial_state(max(math.prod(batch_shape), 1))
-    return _restore_batch(state, batch_shape)
+    return _draw_carry(getattr(self, 'carry_init', None), rng,
+                       _restore_batch(state, batch_shape))
 
   @property
   def num_feature_axes(self) -> int:
     return 1
 
 
+@_flax_names
 class Elman(CellModule):
-  """:func:`vcrnn_jax.cells.elman` as a flax module (VCRNN paper Eq. 3)."""
+  """:func:`vcrnn_jax.cells.elman` as a flax module (VCRNN paper Eq. 3).
+
+  A drop-in for ``flax.linen.SimpleCell``: its fields, in its order, with
+  its meaning (``carry_init`` draws the carry of :meth:`initialize_carry`);
+  the defaults of :func:`~vcrnn_jax.cells.elman`. The params differ in
+  layout; :func:`elman_params_to_flax` and :func:`elman_params_from_flax`
+  convert them.
+  """
   features: int
-  kernel_init: Initializer = _common.default_kernel_init
-  recurrent_init: Initializer = _common.default_recurrent_init
-  bias_init: Initializer = _common.default_bias_init
-  param_dtype: Any = jnp.float32
+  activation_fn: Callable[[jax.Array], jax.Array] = _ELMAN.activation_fn
+  kernel_init: Initializer = _ELMAN.kernel_init
+  recurrent_kernel_init: Initializer = _ELMAN.recurrent_kernel_init
+  bias_init: Initializer = _ELMAN.bias_init
+  dtype: Any = _ELMAN.dtype
+  param_dtype: Any = _ELMAN.param_dtype
+  carry_init: Initializer = nn.initializers.zeros_init()
+  residual: bool = _ELMAN.residual
+  promote_dtype: Callable[..., Any] | None = _ELMAN.promote_dtype
 
   @nn.nowrap
   def make_cell(self) -> Cell:
-    return cells.elman(
-        self.features, kernel_init=self.kernel_init,
-        recurrent_init=self.recurrent_init, bias_init=self.bias_init,
-        param_dtype=self.param_dtype)
+    return cells.elman(self.features, **_options(self, cells.elman))
 
 
+@_flax_names
 class GRU(CellModule):
-  """:func:`vcrnn_jax.cells.gru` as a flax module (VCRNN paper Eq. 4-6)."""
+  """:func:`vcrnn_jax.cells.gru` as a flax module (VCRNN paper Eq. 4-6).
+
+  Takes ``flax.linen.GRUCell``'s fields, in its order, with its meaning
+  (``carry_init`` draws the carry of :meth:`initialize_carry`); the
+  defaults of :func:`~vcrnn_jax.cells.gru`. The maths are the paper's GRU,
+  not Flax's (see :func:`~vcrnn_jax.cells.gru`).
+  """
   features: int
-  kernel_init: Initializer = _common.default_kernel_init
-  recurrent_init: Initializer = _common.default_recurrent_init
-  bias_init: Initializer = _common.default_bias_init
-  param_dtype: Any = jnp.float32
+  gate_fn: Callable[[jax.Array], jax.Array] = _GRU.gate_fn
+  activation_fn: Callable[[jax.Array], jax.Array] = _GRU.activation_fn
+  kernel_init: Initializer = _GRU.kernel_init
+  recurrent_kernel_init: Initializer = _GRU.recurrent_kernel_init
+  bias_init: Initializer = _GRU.bias_init
+  dtype: Any = _GRU.dtype
+  param_dtype: Any = _GRU.param_dtype
+  carry_init: Initializer = nn.initializers.zeros_init()
+  promote_dtype: Callable[..., Any] | None = _GRU.promote_dtype
 
   @nn.nowrap
   def make_cell(self) -> Cell:
-    return cells.gru(
-        self.features, kernel_init=self.kernel_init,
-        recurrent_init=self.recurrent_init, bias_init=self.bias_init,
-        param_dtype=self.param_dtype)
+    return cells.gru(self.features, **_options(self, cells.gru))
 
 
+@_flax_names
 class LSTM(CellModule):
   """:func:`vcrnn_jax.cells.lstm` as a flax module (EI-REHN paper Eq. 3-5).
 
-  A drop-in for ``flax.linen.LSTMCell``: same default initialisation, carry
+  A drop-in for ``flax.linen.LSTMCell``: its fields, in its order, with its
+  meaning (``carry_init`` draws the carry of :meth:`initialize_carry`), then
+  ``forget_bias``; the defaults of :func:`~vcrnn_jax.cells.lstm`; carry
   ``(c, h)``, width from the carry. The params differ in layout (one fused
   kernel per input and recurrent side); :func:`lstm_params_to_flax` and
   :func:`lstm_params_from_flax` convert them.
+
+  Example:
+
+    >>> import jax, jax.numpy as jnp
+    >>> from vcrnn_jax import linen
+    >>> cell = linen.LSTM(8, dtype=jnp.bfloat16)   # float32 params
+    >>> carry = cell.initialize_carry(jax.random.key(0), (2, 3))
+    >>> variables = cell.init(jax.random.key(1), carry, jnp.ones((2, 3)))
+    >>> (c, h), y = cell.apply(variables, carry, jnp.ones((2, 3)))
+    >>> variables['params']['cell']['input_kernel'].dtype, y.dtype
+    (dtype('float32'), dtype('float32'))
   """
   features: int
-  forget_bias: float = 0.0
-  kernel_init: Initializer = _common.default_kernel_init
-  recurrent_init: Initializer = _common.default_recurrent_init
-  bias_init: Initializer = _common.default_bias_init
-  param_dtype: Any = jnp.float32
+  gate_fn: Callable[[jax.Array], jax.Array] = _LSTM.gate_fn
+  activation_fn: Callable[[jax.Array], jax.Array] = _LSTM.activation_fn
+  kernel_init: Initializer = _LSTM.kernel_init
+  recurrent_kernel_init: Initializer = _LSTM.recurrent_kernel_init
+  bias_init: Initializer = _LSTM.bias_init
+  dtype: Any = _LSTM.dtype
+  param_dtype: Any = _LSTM.param_dtype
+  carry_init: Initializer = nn.initializers.zeros_init()
+  forget_bias: float = _LSTM.forget_bias
+  promote_dtype: Callable[..., Any] | None = _LSTM.promote_dtype
 
   @nn.nowrap
   def make_cell(self) -> Cell:
-    return cells.lstm(
-        self.features, forget_bias=self.forget_bias,
-        kernel_init=self.kernel_init, recurrent_init=self.recurrent_init,
-        bias_init=self.bias_init, param_dtype=self.param_dtype)
+    return cells.lstm(self.features, **_options(self, cells.lstm))
 
 
 class RHN(CellModule):
@@ -197,67 +284,67 @@ class RHN(CellModule):
   features: int
   depth: int
   shared: bool = False
-  coupled: bool = True
-  transform_bias: float = -2.0
-  input_dropout: float = 0.0
-  state_dropout: float = 0.0
-  kernel_init: Initializer = _common.default_kernel_init
-  recurrent_init: Initializer = _common.default_recurrent_init
-  param_dtype: Any = jnp.float32
+  coupled: bool = _RHN.coupled
+  transform_bias: float = _RHN.transform_bias
+  input_dropout: float = _RHN.input_dropout
+  state_dropout: float = _RHN.state_dropout
+  kernel_init: Initializer = _RHN.kernel_init
+  recurrent_init: Initializer = _RHN.recurrent_init
+  param_dtype: Any = _RHN.param_dtype
 
   @nn.nowrap
   def make_cell(self) -> Cell:
     factory = rehn.srhn if self.shared else rehn.rhn
-    return factory(
-        self.features, self.depth, coupled=self.coupled,
-        transform_bias=self.transform_bias, input_dropout=self.input_dropout,
-        state_dropout=self.state_dropout, kernel_init=self.kernel_init,
-        recurrent_init=self.recurrent_init, param_dtype=self.param_dtype)
+    return factory(self.features, self.depth, **_options(self, factory))
 
 
 class SREHN(CellModule):
   """:func:`vcrnn_jax.rehn.srehn` as a flax module (Eq. 9-15)."""
   features: int
   max_depth: int
-  transform_bias: float = 0.0
-  alpha_init: float = 0.1
-  beta_init: float = 0.9
-  rate_bias: float = -3.0
-  input_dropout: float = 0.0
-  state_dropout: float = 0.0
-  loop: loops.LoopConfig | str = loops.LoopConfig()
-  kernel_init: Initializer = _common.default_kernel_init
-  recurrent_init: Initializer = _common.default_recurrent_init
-  param_dtype: Any = jnp.float32
-
-  @nn.nowrap
-  def _options(self) -> dict:
-    return dict(
-        transform_bias=self.transform_bias, alpha_init=self.alpha_init,
-        beta_init=self.beta_init, rate_bias=self.rate_bias,
-        input_dropout=self.input_dropout, state_dropout=self.state_dropout,
-        loop=self.loop, kernel_init=self.kernel_init,
-        recurrent_init=self.recurrent_init, param_dtype=self.param_dtype)
+  transform_bias: float = _SREHN.transform_bias
+  alpha_init: float = _SREHN.alpha_init
+  beta_init: float = _SREHN.beta_init
+  rate_bias: float = _SREHN.rate_bias
+  input_dropout: float = _SREHN.input_dropout
+  state_dropout: float = _SREHN.state_dropout
+  loop: loops.LoopConfig | str = _SREHN.loop
+  kernel_init: Initializer = _SREHN.kernel_init
+  recurrent_init: Initializer = _SREHN.recurrent_init
+  param_dtype: Any = _SREHN.param_dtype
 
   @nn.nowrap
   def make_cell(self) -> Cell:
-    return rehn.srehn(self.features, self.max_depth, **self._options())
+    return rehn.srehn(self.features, self.max_depth,
+                      **_options(self, rehn.srehn))
 
 
-class EIREHN(SREHN):
+class EIREHN(CellModule):
   """:func:`vcrnn_jax.rehn.ei_rehn` as a flax module (Eq. 9-22).
 
   The per-step output is a :class:`vcrnn_jax.rehn.REHNOutput` (``output``,
   ``depth``); ``hyper_size`` None means ``ceil(features / 2)``.
   """
+  features: int
+  max_depth: int
+  transform_bias: float = _EIREHN.transform_bias
+  alpha_init: float = _EIREHN.alpha_init
+  beta_init: float = _EIREHN.beta_init
+  rate_bias: float = _EIREHN.rate_bias
+  input_dropout: float = _EIREHN.input_dropout
+  state_dropout: float = _EIREHN.state_dropout
+  loop: loops.LoopConfig | str = _EIREHN.loop
+  kernel_init: Initializer = _EIREHN.kernel_init
+  recurrent_init: Initializer = _EIREHN.recurrent_init
+  param_dtype: Any = _EIREHN.param_dtype
   hyper_size: int | None = None
-  hyper_init: Initializer = jax.nn.initializers.normal(0.01)
+  hyper_init: Initializer = _EIREHN.hyper_init
 
   @nn.nowrap
   def make_cell(self) -> Cell:
     hyper = self.hyper_size or -(-self.features // 2)
     return rehn.ei_rehn(self.features, hyper, self.max_depth,
-                        hyper_init=self.hyper_init, **self._options())
+                        **_options(self, rehn.ei_rehn))
 
 
 class VCRNN(CellModule):
@@ -267,49 +354,54 @@ class VCRNN(CellModule):
   schedule reads ``context.step``.
   """
   features: int
-  sharpness: Any = 1.0
-  epsilon: float = 0.01
-  scheduler_bias: float = 0.0
-  scheduler_init: Initializer = jax.nn.initializers.zeros
-  hard: bool = False
-  block_sizes: Any = 8
-  batch_groups: int = 1
-  kernel_init: Initializer = _common.default_kernel_init
-  recurrent_init: Initializer = _common.default_recurrent_init
-  bias_init: Initializer = _common.default_bias_init
-  param_dtype: Any = jnp.float32
-
-  @nn.nowrap
-  def _factory(self) -> Callable[..., Cell]:
-    return vc.vcrnn
+  sharpness: Any = _VCRNN.sharpness
+  epsilon: float = _VCRNN.epsilon
+  scheduler_bias: float = _VCRNN.scheduler_bias
+  scheduler_init: Initializer = _VCRNN.scheduler_init
+  hard: bool = _VCRNN.hard
+  block_sizes: Any = _VCRNN.block_sizes
+  batch_groups: int = _VCRNN.batch_groups
+  kernel_init: Initializer = _VCRNN.kernel_init
+  recurrent_init: Initializer = _VCRNN.recurrent_init
+  bias_init: Initializer = _VCRNN.bias_init
+  param_dtype: Any = _VCRNN.param_dtype
 
   @nn.nowrap
   def make_cell(self) -> Cell:
-    return self._factory()(
-        self.features, sharpness=self.sharpness, epsilon=self.epsilon,
-        scheduler_bias=self.scheduler_bias,
-        scheduler_init=self.scheduler_init, hard=self.hard,
-        block_sizes=self.block_sizes, batch_groups=self.batch_groups,
-        kernel_init=self.kernel_init, recurrent_init=self.recurrent_init,
-        bias_init=self.bias_init, param_dtype=self.param_dtype)
+    return vc.vcrnn(self.features, **_options(self, vc.vcrnn))
 
 
-class VCGRU(VCRNN):
-  """:func:`vcrnn_jax.vc.vcgru` as a flax module (VCRNN paper Eq. 7, 14-17)."""
+class VCGRU(CellModule):
+  """:func:`vcrnn_jax.vc.vcgru` as a flax module (VCRNN paper Eq. 7, 14-17);
+  the same fields and output as :class:`VCRNN`."""
+  features: int
+  sharpness: Any = _VCGRU.sharpness
+  epsilon: float = _VCGRU.epsilon
+  scheduler_bias: float = _VCGRU.scheduler_bias
+  scheduler_init: Initializer = _VCGRU.scheduler_init
+  hard: bool = _VCGRU.hard
+  block_sizes: Any = _VCGRU.block_sizes
+  batch_groups: int = _VCGRU.batch_groups
+  kernel_init: Initializer = _VCGRU.kernel_init
+  recurrent_init: Initializer = _VCGRU.recurrent_init
+  bias_init: Initializer = _VCGRU.bias_init
+  param_dtype: Any = _VCGRU.param_dtype
 
   @nn.nowrap
-  def _factory(self) -> Callable[..., Cell]:
-    return vc.vcgru
+  def make_cell(self) -> Cell:
+    return vc.vcgru(self.features, **_options(self, vc.vcgru))
 
 
 class Stack(CellModule):
   """:func:`vcrnn_jax.cells.stack` of other modules' cells as one module.
 
   ``layers`` are :class:`CellModule` s (bottom first) that hold no params of
-  their own; they live in ``'cell'`` as ``layer_0``, ``layer_1``, ...
+  their own; they live in ``'cell'`` as ``layer_0``, ``layer_1``, ...; the
+  carry is the tuple of the layers' carries, each from its own
+  ``initialize_carry``.
   """
   layers: Sequence[CellModule]
-  dropout: float = 0.0
+  dropout: float = _STACK.dropout
 
   @nn.nowrap
   def make_cell(self) -> Cell:
@@ -323,6 +415,13 @@ class Stack(CellModule):
     return cells.stack([m.cell_for_carry(c)
                         for m, c in zip(self.layers, carry)],
                        dropout=self.dropout)
+
+  @nn.nowrap
+  def initialize_carry(self, rng, input_shape):
+    batch_shape = self._batch_shape(input_shape)
+    keys = jax.random.split(rng, len(self.layers))
+    return tuple(m.initialize_carry(k, batch_shape + (input_shape[-1],))
+                 for m, k in zip(self.layers, keys))
 
 
 class _CarryOfInner(CellModule):
@@ -353,7 +452,10 @@ class ACT(_CarryOfInner):
 
   ``inner`` is any :class:`CellModule` (its ``make_cell()`` gives the
   wrapped pure cell; it holds no params of its own, they live in the ACT
-  params' ``'cell'`` entry); the other fields are ``adaptive``'s arguments.
+  params' ``'cell'`` entry); the other fields are ``adaptive``'s. The
+  wrapped cell reads the input plus ACT's first-step flag (Eq. 3), one
+  feature more than the module is given; a Linen module takes its input
+  width from the input, so nothing is sized by hand.
   ``output_size=None`` (the default) adds no output layer: the output is the
   mean field of the inner cell's output (``h`` for Elman, GRU, LSTM). The
   per-step output is an :class:`vcrnn_jax.act.ACTOutput`; ``nn.RNN`` stacks it
@@ -373,22 +475,19 @@ class ACT(_CarryOfInner):
   """
   inner: CellModule
   output_size: int | None = None
-  max_steps: int = 100
-  epsilon: float = 0.01
-  halting_bias: float = 1.0
-  halt_features: Callable[[Any, jax.Array], jax.Array] | None = None
-  loop: loops.LoopConfig | str = loops.LoopConfig()
-  kernel_init: Initializer = _common.default_kernel_init
-  param_dtype: Any = None
+  max_steps: int = _ACT.max_steps
+  epsilon: float = _ACT.epsilon
+  halting_bias: float = _ACT.halting_bias
+  halt_features: Callable[[Any, jax.Array], jax.Array] | None = (
+      _ACT.halt_features)
+  loop: loops.LoopConfig | str = _ACT.loop
+  kernel_init: Initializer = _ACT.kernel_init
+  param_dtype: Any = _ACT.param_dtype
 
   @nn.nowrap
   def _wrap(self, inner: Cell) -> Cell:
-    return act.adaptive(
-        inner, self.output_size, max_steps=self.max_steps,
-        epsilon=self.epsilon, halting_bias=self.halting_bias,
-        halt_features=self.halt_features, loop=self.loop,
-        kernel_init=self.kernel_init,
-        param_dtype=self.param_dtype)
+    return act.adaptive(inner, self.output_size,
+                        **_options(self, act.adaptive))
 
 
 class PonderNet(_CarryOfInner):
@@ -423,21 +522,18 @@ class PonderNet(_CarryOfInner):
   """
   inner: CellModule
   output_size: int = 1
-  max_steps: int = 20
-  epsilon: float = 0.05
-  halting_bias: float = 0.0
-  inference: str = 'train'
-  loop: loops.LoopConfig | str = loops.LoopConfig()
-  kernel_init: Initializer = _common.default_kernel_init
-  param_dtype: Any = None
+  max_steps: int = _PONDERNET.max_steps
+  epsilon: float = _PONDERNET.epsilon
+  halting_bias: float = _PONDERNET.halting_bias
+  inference: str = _PONDERNET.inference
+  loop: loops.LoopConfig | str = _PONDERNET.loop
+  kernel_init: Initializer = _PONDERNET.kernel_init
+  param_dtype: Any = _PONDERNET.param_dtype
 
   @nn.nowrap
   def _wrap(self, inner: Cell) -> Cell:
-    return ponder.pondernet(
-        inner, self.output_size, max_steps=self.max_steps,
-        epsilon=self.epsilon, halting_bias=self.halting_bias,
-        inference=self.inference, loop=self.loop,
-        kernel_init=self.kernel_init, param_dtype=self.param_dtype)
+    return ponder.pondernet(inner, self.output_size,
+                            **_options(self, ponder.pondernet))
 
 
 class Repeat(_CarryOfInner):
@@ -478,7 +574,8 @@ class Skip(CellModule):
   cell reads the input unchanged. The per-step output is a
   :class:`vcrnn_jax.skip.SkipOutput`; the carry is a
   :class:`vcrnn_jax.skip.SkipState` around the inner cell's carry (its
-  width, as flax's, comes from that carry).
+  width, as flax's, comes from that carry; its initial value from the inner
+  module's ``initialize_carry``).
 
   Example:
 
@@ -493,19 +590,16 @@ class Skip(CellModule):
     ((2, 5, 16), (2, 5))
   """
   inner: CellModule
-  update_bias: float = 1.0
-  features: Callable[[Any, jax.Array], jax.Array] | None = None
-  hard: bool = False
-  row_buckets: int = 1
-  kernel_init: Initializer = _common.default_kernel_init
-  param_dtype: Any = None
+  update_bias: float = _SKIP.update_bias
+  features: Callable[[Any, jax.Array], jax.Array] | None = _SKIP.features
+  hard: bool = _SKIP.hard
+  row_buckets: int = _SKIP.row_buckets
+  kernel_init: Initializer = _SKIP.kernel_init
+  param_dtype: Any = _SKIP.param_dtype
 
   @nn.nowrap
   def _wrap(self, inner: Cell) -> Cell:
-    return skip.skip(
-        inner, update_bias=self.update_bias, features=self.features,
-        hard=self.hard, row_buckets=self.row_buckets,
-        kernel_init=self.kernel_init, param_dtype=self.param_dtype)
+    return skip.skip(inner, **_options(self, skip.skip))
 
   @nn.nowrap
   def make_cell(self) -> Cell:
@@ -516,6 +610,11 @@ class Skip(CellModule):
     if not isinstance(carry, skip.SkipState):
       return self.make_cell()
     return self._wrap(self.inner.cell_for_carry(carry.cell))
+
+  @nn.nowrap
+  def initialize_carry(self, rng, input_shape):
+    state = super().initialize_carry(rng, input_shape)
+    return state._replace(cell=self.inner.initialize_carry(rng, input_shape))
 
 
 def _select(pred: jax.Array, new: Any, old: Any) -> Any:
@@ -675,6 +774,21 @@ def lstm_params_from_flax(flax_params: Any) -> dict:
       'bias': jnp.concatenate(
           [flax_params['h' + g]['bias'] for g in gates], axis=-1),
   }
+
+
+def elman_params_to_flax(params: Any) -> dict:
+  """Converts :func:`vcrnn_jax.cells.elman` params to
+  ``flax.linen.SimpleCell``'s: ``i`` (input kernel and the bias) and ``h``
+  (recurrent kernel, no bias)."""
+  return {'i': {'kernel': params['input_kernel'], 'bias': params['bias']},
+          'h': {'kernel': params['recurrent_kernel']}}
+
+
+def elman_params_from_flax(flax_params: Any) -> dict:
+  """Inverse of :func:`elman_params_to_flax`."""
+  return {'input_kernel': flax_params['i']['kernel'],
+          'recurrent_kernel': flax_params['h']['kernel'],
+          'bias': flax_params['i']['bias']}
 
 
 def lstm_state_to_flax(state: cells.LSTMState) -> tuple[jax.Array, jax.Array]:

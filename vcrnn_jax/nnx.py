@@ -125,24 +125,47 @@ Example, an ACT-LSTM trained on 4-bit parity with ``nnx.Optimizer``
 
 from collections.abc import Callable, Mapping, Sequence
 import math
+from types import MappingProxyType
 from typing import Any
 
 from flax import nnx
 import jax
 import jax.numpy as jnp
 
-from vcrnn_jax import act, cells, loops, ponder, rehn, repeat, skip, vc
+from vcrnn_jax import act, cells, linen, loops, ponder, rehn, repeat, skip, vc
 from vcrnn_jax.cells import _common
-from vcrnn_jax.core import Cell, Context, as_context, check_positive_int
-from vcrnn_jax.linen import _flatten_batch, _restore_batch
+from vcrnn_jax.core import (
+  Cell,
+  Context,
+  InputSizeError,
+  as_context,
+  check_positive_int,
+)
+from vcrnn_jax.linen import _flatten_batch, _options, _restore_batch
 from vcrnn_jax.unroll import unroll
 
 Initializer = _common.Initializer
+_NO_METADATA = MappingProxyType({})
+# The factories' defaults, read from their signatures (declared once).
+_ELMAN = _common.defaults(cells.elman)
+_GRU = _common.defaults(cells.gru)
+_LSTM = _common.defaults(cells.lstm)
+_RHN = _common.defaults(rehn.rhn)
+_SRHN = _common.defaults(rehn.srhn)
+_SREHN = _common.defaults(rehn.srehn)
+_EIREHN = _common.defaults(rehn.ei_rehn)
+_VCRNN = _common.defaults(vc.vcrnn)
+_VCGRU = _common.defaults(vc.vcgru)
+_STACK = _common.defaults(cells.stack)
+_ACT = _common.defaults(act.adaptive)
+_PONDERNET = _common.defaults(ponder.pondernet)
+_SKIP = _common.defaults(skip.skip)
 
 __all__ = ['ACT', 'CellModule', 'EIREHN', 'Elman', 'GRU', 'LSTM',
            'PonderNet', 'RHN', 'RNN', 'Repeat', 'SREHN', 'SRHN', 'Skip',
-           'Stack', 'Step', 'VCGRU', 'VCRNN', 'from_params', 'set_step',
-           'to_params']
+           'Stack', 'Step', 'VCGRU', 'VCRNN', 'elman_params_from_flax',
+           'elman_params_to_flax', 'from_params', 'lstm_params_from_flax',
+           'lstm_params_to_flax', 'set_step', 'to_params']
 
 
 class Step(nnx.Variable):
@@ -201,12 +224,32 @@ def _stream(rngs: nnx.Rngs, name: str, owner: str) -> Any:
         f'pass e.g. nnx.Rngs(0) or nnx.Rngs(params=0, dropout=1).') from None
 
 
-def _own_stream(rngs: nnx.Rngs, owner: str) -> Any:
-  stream = _stream(rngs, 'dropout', owner)
+def _fork(stream: Any) -> Any:
   # flax >= 0.11 forks a stream for the module to own, as nnx.Dropout does;
   # flax 0.10 has no fork, and the module shares the caller's stream.
   fork = getattr(stream, 'fork', None)
   return fork() if fork is not None else stream
+
+
+def _own_stream(rngs: nnx.Rngs | None, owner: str) -> Any:
+  if rngs is None:
+    raise ValueError(f'{owner} draws dropout keys: pass rngs, e.g. '
+                     'rngs=nnx.Rngs(0).')
+  return _fork(_stream(rngs, 'dropout', owner))
+
+
+def _carry_stream(rngs: Any, owner: str) -> Any:
+  """The stream a carry is drawn from, as flax's cells take it."""
+  if isinstance(rngs, nnx.Rngs):
+    return _stream(rngs, 'carry', f'{owner}.initialize_carry')
+  if isinstance(rngs, nnx.RngStream):
+    return rngs
+  if rngs is None:
+    raise ValueError(
+        f'{owner}.initialize_carry: carry_init draws from a key: pass rngs '
+        '(e.g. nnx.Rngs(0)), or build the module with keep_rngs=True.')
+  raise ValueError(f'{owner}.initialize_carry: rngs must be an nnx.Rngs or '
+                   f'nnx.RngStream, got {type(rngs).__name__}.')
 
 
 class _ParamDict(nnx.Module):
@@ -216,14 +259,18 @@ class _ParamDict(nnx.Module):
     _set_params(self, tree)
 
 
-def _set_params(node: nnx.Module, tree: Mapping[str, Any]) -> None:
+def _set_params(node: nnx.Module, tree: Mapping[str, Any],
+                metadata: Mapping[str, Mapping[str, Any]] = _NO_METADATA
+                ) -> None:
+  """Sets ``tree``'s entries as attributes; ``metadata[name]`` goes to the
+  ``nnx.Param`` of the top-level entry ``name`` (sharding names, ...)."""
   for name, value in tree.items():
     if hasattr(node, name):
       raise ValueError(
           f'{type(node).__name__}: the param {name!r} would shadow an '
           'attribute of the module.')
     setattr(node, name, _ParamDict(value) if isinstance(value, Mapping)
-            else nnx.Param(value))
+            else nnx.Param(value, **metadata.get(name, {})))
 
 
 def to_params(module: Any) -> dict:
@@ -361,6 +408,9 @@ class CellModule(nnx.RNNCellBase):
       the flag of the module called (the outermost) decides.
     rngs: only where the cell draws dropout masks: the ``'dropout'``
       stream the module forked from its constructor's ``rngs``.
+    carry_rngs: only where built with ``keep_rngs=True`` (Flax's cells):
+      the ``'carry'`` stream :meth:`initialize_carry` draws from when it is
+      given no ``rngs``.
   """
 
   in_features: int
@@ -380,22 +430,35 @@ class CellModule(nnx.RNNCellBase):
     """The :class:`Step` the cell's context reads (None: it needs none)."""
     return None
 
-  def _setup(self, in_features: int, rngs: nnx.Rngs, deterministic: bool,
-             wrapped: Sequence[str] = ()) -> None:
+  def _setup(self, in_features: int, rngs: nnx.Rngs | None,
+             deterministic: bool, wrapped: Sequence[str] = (),
+             metadata: Mapping[str, Mapping[str, Any]] = _NO_METADATA
+             ) -> None:
     """Initialises the params; ``wrapped`` names entries that submodules hold.
 
     The pure ``init`` draws every param, so the module starts as the pure
     cell with the same key would; a wrapper keeps its submodules' params and
-    only checks that they fit.
+    only checks that they fit. Without ``rngs`` nothing is drawn, which
+    only a module with no params of its own and no dropout allows.
+    ``metadata`` maps a param's name to its ``nnx.Param`` metadata.
     """
     owner = type(self).__name__
     self.in_features = check_positive_int('in_features', in_features)
     self.deterministic = bool(deterministic)
     if self._uses_key():
       self.rngs = _own_stream(rngs, owner)
-    params = self.make_cell().init(_stream(rngs, 'params', owner)(),
-                                   self.in_features)
-    _set_params(self, {k: v for k, v in params.items() if k not in wrapped})
+    cell = self.make_cell()
+    if rngs is None:
+      params = jax.eval_shape(
+          lambda key: cell.init(key, self.in_features), jax.random.key(0))
+      own = sorted(k for k in params if k not in wrapped)
+      if own:
+        raise ValueError(f'{owner} draws its params {own}: pass rngs, e.g. '
+                         'rngs=nnx.Rngs(0).')
+    else:
+      params = cell.init(_stream(rngs, 'params', owner)(), self.in_features)
+    _set_params(self, {k: v for k, v in params.items() if k not in wrapped},
+                metadata)
     _check_tree(owner, params, to_params(self),
                 f'cell (in_features={self.in_features}) needs')
 
@@ -427,6 +490,12 @@ class CellModule(nnx.RNNCellBase):
       ``(carry, y)``, ``y`` the pure cell's per-step output (an array or a
       structured output such as :class:`vcrnn_jax.act.ACTOutput`).
     """
+    if inputs.ndim < 1 or inputs.shape[-1] != self.in_features:
+      raise InputSizeError(
+          f'{type(self).__name__}: inputs must have shape [*batch, '
+          f'{self.in_features}], got shape {tuple(inputs.shape)}'
+          f'{self._input_hint(inputs.shape[-1:])}.', type(self).__name__,
+          self.in_features)
     batch_shape = inputs.shape[:-1]
     size = math.prod(batch_shape)
     cell = self.make_cell()
@@ -436,21 +505,44 @@ class CellModule(nnx.RNNCellBase):
         self._context(context, batch_shape, size))
     return _restore_batch(state, batch_shape), _restore_batch(y, batch_shape)
 
-  def initialize_carry(self, input_shape: tuple, rngs: Any = None,
-                       carry_init: Any = None) -> Any:
-    """Zero carry for inputs of shape ``(*batch, in_features)``.
+  def _input_hint(self, got: tuple) -> str:
+    """What the input-width error adds for this module (a wrapper's rule)."""
+    del got
+    return ''
 
-    ``rngs`` and ``carry_init`` (``flax.nnx.RNNCellBase``'s signature) are
-    not used: the pure cells start from zero.
-    """
-    del rngs, carry_init
+  def _batch_shape(self, input_shape: tuple) -> tuple:
     if len(input_shape) < 1:
       raise ValueError(
           f'{type(self).__name__}.initialize_carry: input_shape must be '
           f'(*batch, features), got {tuple(input_shape)}.')
-    batch_shape = tuple(input_shape[:-1])
-    state = self.make_cell().initial_state(max(math.prod(batch_shape), 1))
-    return _restore_batch(state, batch_shape)
+    return tuple(input_shape[:-1])
+
+  def initialize_carry(self, input_shape: tuple,
+                       rngs: nnx.Rngs | nnx.RngStream | None = None,
+                       carry_init: Initializer | None = None) -> Any:
+    """The carry for inputs of shape ``(*batch, in_features)``.
+
+    ``flax.nnx.RNNCellBase``'s signature and meaning: each leaf is drawn
+    from ``carry_init(key, shape, dtype)`` (default the ``carry_init`` the
+    module was built with, where it takes one), with keys from ``rngs``
+    (its ``'carry'`` stream) or, if None, from the stream kept by
+    ``keep_rngs=True``. Without any ``carry_init`` the carry is the pure
+    cell's initial state, zeros, and needs no key.
+    """
+    batch_shape = self._batch_shape(input_shape)
+    state = _restore_batch(
+        self.make_cell().initial_state(max(math.prod(batch_shape), 1)),
+        batch_shape)
+    if carry_init is None:
+      carry_init = getattr(self, 'carry_init', None)
+    if carry_init is None:
+      return state
+    owner = type(self).__name__
+    stream = _carry_stream(
+        rngs if rngs is not None else getattr(self, 'carry_rngs', None),
+        owner)
+    return jax.tree_util.tree_map(
+        lambda a: carry_init(stream(), a.shape, a.dtype), state)
 
   @property
   def num_feature_axes(self) -> int:
@@ -466,8 +558,49 @@ class CellModule(nnx.RNNCellBase):
 # The baseline cells.
 
 
-class Elman(CellModule):
+def _flax_names(init: Callable) -> Callable:
+  """``init`` also accepts ``recurrent_init``, flax's
+  ``recurrent_kernel_init`` under its deprecated name."""
+  owner = 'nnx.' + init.__qualname__.removesuffix('.__init__')
+  return _common.renamed_arguments(
+      owner, recurrent_init='recurrent_kernel_init')(init)
+
+
+class _FlaxCell(CellModule):
+  """A module with the constructor of a ``flax.nnx`` cell.
+
+  Beyond the pure factory's options it takes Flax's ``carry_init`` (the
+  default of :meth:`initialize_carry`), ``keep_rngs`` (keep a ``'carry'``
+  stream for :meth:`initialize_carry`) and the ``*_metadata`` of the params
+  (the ``nnx.Param`` metadata of ``input_kernel``, of the recurrent
+  kernels, of ``bias``).
+  """
+
+  def _flax_setup(self, factory: Callable[..., Cell], hidden_features: int,
+                  options: dict, *, in_features: int, carry_init: Any,
+                  keep_rngs: bool, rngs: nnx.Rngs, kernel_metadata: Mapping,
+                  recurrent_kernel_metadata: Mapping, bias_metadata: Mapping,
+                  deterministic: bool) -> None:
+    self.hidden_features = hidden_features
+    for name in _common.keyword_options(factory):
+      setattr(self, name, options[name])
+    self.carry_init = carry_init
+    if keep_rngs:
+      self.carry_rngs = _fork(_carry_stream(rngs, type(self).__name__))
+    self._setup(in_features, rngs, deterministic, metadata={
+        'input_kernel': kernel_metadata,
+        'recurrent_kernel': recurrent_kernel_metadata,
+        'recurrent_gates_kernel': recurrent_kernel_metadata,
+        'bias': bias_metadata})
+
+
+class Elman(_FlaxCell):
   """:func:`vcrnn_jax.cells.elman` as an NNX module (VCRNN paper Eq. 3).
+
+  A drop-in for ``flax.nnx.SimpleCell``: its constructor arguments with its
+  meaning (see :class:`CellModule` for ``carry_init``, ``keep_rngs`` and
+  the metadata), the defaults of :func:`~vcrnn_jax.cells.elman`. The params
+  differ in layout; :func:`elman_params_to_flax` converts them.
 
   Example::
 
@@ -475,33 +608,44 @@ class Elman(CellModule):
     ys = nnx.RNN(cell)(jnp.ones((2, 5, 4)))         # (2, 5, 8)
   """
 
-  def __init__(self, in_features: int, hidden_features: int, *,
-               kernel_init: Initializer = _common.default_kernel_init,
-               recurrent_init: Initializer = _common.default_recurrent_init,
-               bias_init: Initializer = _common.default_bias_init,
-               param_dtype: Any = jnp.float32, deterministic: bool = False,
-               rngs: nnx.Rngs):
-    self.hidden_features = hidden_features
-    self.kernel_init = kernel_init
-    self.recurrent_init = recurrent_init
-    self.bias_init = bias_init
-    self.param_dtype = param_dtype
-    self._setup(in_features, rngs, deterministic)
-
-  def _factory(self) -> Callable[..., Cell]:
-    return cells.elman
+  @_flax_names
+  def __init__(
+      self, in_features: int, hidden_features: int, *,
+      dtype: Any = _ELMAN.dtype,
+      param_dtype: Any = _ELMAN.param_dtype,
+      carry_init: Initializer | None = None,
+      residual: bool = _ELMAN.residual,
+      activation_fn: Callable[[jax.Array], jax.Array] = _ELMAN.activation_fn,
+      kernel_init: Initializer = _ELMAN.kernel_init,
+      recurrent_kernel_init: Initializer = _ELMAN.recurrent_kernel_init,
+      bias_init: Initializer = _ELMAN.bias_init,
+      promote_dtype: Callable[..., Any] | None = _ELMAN.promote_dtype,
+      keep_rngs: bool = False,
+      rngs: nnx.Rngs,
+      kernel_metadata: Mapping[str, Any] = _NO_METADATA,
+      recurrent_kernel_metadata: Mapping[str, Any] = _NO_METADATA,
+      bias_metadata: Mapping[str, Any] = _NO_METADATA,
+      deterministic: bool = False):
+    self._flax_setup(
+        cells.elman, hidden_features, locals(), in_features=in_features,
+        carry_init=carry_init, keep_rngs=keep_rngs, rngs=rngs,
+        kernel_metadata=kernel_metadata,
+        recurrent_kernel_metadata=recurrent_kernel_metadata,
+        bias_metadata=bias_metadata, deterministic=deterministic)
 
   def make_cell(self) -> Cell:
-    return self._factory()(
-        self.hidden_features, kernel_init=self.kernel_init,
-        recurrent_init=self.recurrent_init, bias_init=self.bias_init,
-        param_dtype=self.param_dtype)
+    return cells.elman(self.hidden_features, **_options(self, cells.elman))
 
 
-class GRU(Elman):
+class GRU(_FlaxCell):
   """:func:`vcrnn_jax.cells.gru` as an NNX module (VCRNN paper Eq. 4-6).
 
-  Its ``z`` weights the new state, the opposite of ``flax.nnx.GRUCell``.
+  Takes ``flax.nnx.GRUCell``'s constructor arguments with its meaning (see
+  :class:`CellModule` for ``carry_init``, ``keep_rngs`` and the metadata),
+  the defaults of :func:`~vcrnn_jax.cells.gru`. The maths are the paper's
+  GRU: the reset gate multiplies ``h`` before the recurrent matmul and ``z``
+  weights the new state, where ``flax.nnx.GRUCell`` applies the reset after
+  the matmul and weights the old state with ``z``.
 
   Example::
 
@@ -509,46 +653,91 @@ class GRU(Elman):
     carry, h = cell(cell.initialize_carry((2, 4)), jnp.ones((2, 4)))
   """
 
-  def _factory(self) -> Callable[..., Cell]:
-    return cells.gru
+  @_flax_names
+  def __init__(
+      self, in_features: int, hidden_features: int, *,
+      gate_fn: Callable[[jax.Array], jax.Array] = _GRU.gate_fn,
+      activation_fn: Callable[[jax.Array], jax.Array] = _GRU.activation_fn,
+      kernel_init: Initializer = _GRU.kernel_init,
+      recurrent_kernel_init: Initializer = _GRU.recurrent_kernel_init,
+      bias_init: Initializer = _GRU.bias_init,
+      dtype: Any = _GRU.dtype,
+      param_dtype: Any = _GRU.param_dtype,
+      carry_init: Initializer | None = None,
+      promote_dtype: Callable[..., Any] | None = _GRU.promote_dtype,
+      keep_rngs: bool = False,
+      rngs: nnx.Rngs,
+      kernel_metadata: Mapping[str, Any] = _NO_METADATA,
+      recurrent_kernel_metadata: Mapping[str, Any] = _NO_METADATA,
+      bias_metadata: Mapping[str, Any] = _NO_METADATA,
+      deterministic: bool = False):
+    self._flax_setup(
+        cells.gru, hidden_features, locals(), in_features=in_features,
+        carry_init=carry_init, keep_rngs=keep_rngs, rngs=rngs,
+        kernel_metadata=kernel_metadata,
+        recurrent_kernel_metadata=recurrent_kernel_metadata,
+        bias_metadata=bias_metadata, deterministic=deterministic)
+
+  def make_cell(self) -> Cell:
+    return cells.gru(self.hidden_features, **_options(self, cells.gru))
 
 
-class LSTM(CellModule):
+class LSTM(_FlaxCell):
   """:func:`vcrnn_jax.cells.lstm` as an NNX module (EI-REHN paper Eq. 3-5).
 
-  Initialised as ``flax.nnx.LSTMCell``, with a ``(c, h)`` carry;
-  :func:`vcrnn_jax.linen.lstm_params_to_flax` converts the params.
+  A drop-in for ``flax.nnx.LSTMCell``: its constructor arguments with its
+  meaning (see :class:`CellModule` for ``carry_init``, ``keep_rngs`` and
+  the metadata), plus ``forget_bias``; the defaults of
+  :func:`~vcrnn_jax.cells.lstm`; a ``(c, h)`` carry. The params differ in
+  layout; :func:`lstm_params_to_flax` converts them.
 
   Example::
 
-    cell = vnnx.LSTM(4, 8, forget_bias=1.0, rngs=nnx.Rngs(0))
+    cell = vnnx.LSTM(4, 8, forget_bias=1.0, dtype=jnp.bfloat16,
+                     rngs=nnx.Rngs(0))           # float32 params
     ys = nnx.RNN(cell)(jnp.ones((2, 5, 4)))         # (2, 5, 8)
   """
 
-  def __init__(self, in_features: int, hidden_features: int, *,
-               forget_bias: float = 0.0,
-               kernel_init: Initializer = _common.default_kernel_init,
-               recurrent_init: Initializer = _common.default_recurrent_init,
-               bias_init: Initializer = _common.default_bias_init,
-               param_dtype: Any = jnp.float32, deterministic: bool = False,
-               rngs: nnx.Rngs):
-    self.hidden_features = hidden_features
-    self.forget_bias = forget_bias
-    self.kernel_init = kernel_init
-    self.recurrent_init = recurrent_init
-    self.bias_init = bias_init
-    self.param_dtype = param_dtype
-    self._setup(in_features, rngs, deterministic)
+  @_flax_names
+  def __init__(
+      self, in_features: int, hidden_features: int, *,
+      gate_fn: Callable[[jax.Array], jax.Array] = _LSTM.gate_fn,
+      activation_fn: Callable[[jax.Array], jax.Array] = _LSTM.activation_fn,
+      kernel_init: Initializer = _LSTM.kernel_init,
+      recurrent_kernel_init: Initializer = _LSTM.recurrent_kernel_init,
+      bias_init: Initializer = _LSTM.bias_init,
+      dtype: Any = _LSTM.dtype,
+      param_dtype: Any = _LSTM.param_dtype,
+      carry_init: Initializer | None = None,
+      promote_dtype: Callable[..., Any] | None = _LSTM.promote_dtype,
+      keep_rngs: bool = False,
+      rngs: nnx.Rngs,
+      kernel_metadata: Mapping[str, Any] = _NO_METADATA,
+      recurrent_kernel_metadata: Mapping[str, Any] = _NO_METADATA,
+      bias_metadata: Mapping[str, Any] = _NO_METADATA,
+      forget_bias: float = _LSTM.forget_bias,
+      deterministic: bool = False):
+    self._flax_setup(
+        cells.lstm, hidden_features, locals(), in_features=in_features,
+        carry_init=carry_init, keep_rngs=keep_rngs, rngs=rngs,
+        kernel_metadata=kernel_metadata,
+        recurrent_kernel_metadata=recurrent_kernel_metadata,
+        bias_metadata=bias_metadata, deterministic=deterministic)
 
   def make_cell(self) -> Cell:
-    return cells.lstm(
-        self.hidden_features, forget_bias=self.forget_bias,
-        kernel_init=self.kernel_init, recurrent_init=self.recurrent_init,
-        bias_init=self.bias_init, param_dtype=self.param_dtype)
+    return cells.lstm(self.hidden_features, **_options(self, cells.lstm))
 
 
 # ----------------------------------------------------------------------------
 # The highway cells (EI-REHN paper).
+
+
+def _store(module: CellModule, factory: Callable[..., Cell],
+           options: Mapping[str, Any]) -> None:
+  """Sets ``factory``'s keyword options from ``options`` (a constructor's
+  ``locals()``) as attributes of the same names."""
+  for name in _common.keyword_options(factory):
+    setattr(module, name, options[name])
 
 
 class RHN(CellModule):
@@ -566,24 +755,21 @@ class RHN(CellModule):
     cell.eval()                                # no dropout
   """
 
-  def __init__(self, in_features: int, hidden_features: int, depth: int, *,
-               shared: bool = False, coupled: bool = True,
-               transform_bias: float = -2.0, input_dropout: float = 0.0,
-               state_dropout: float = 0.0,
-               kernel_init: Initializer = _common.default_kernel_init,
-               recurrent_init: Initializer = _common.default_recurrent_init,
-               param_dtype: Any = jnp.float32, deterministic: bool = False,
-               rngs: nnx.Rngs):
+  def __init__(
+      self, in_features: int, hidden_features: int, depth: int, *,
+      shared: bool = False,
+      coupled: bool = _RHN.coupled,
+      transform_bias: float = _RHN.transform_bias,
+      input_dropout: float = _RHN.input_dropout,
+      state_dropout: float = _RHN.state_dropout,
+      kernel_init: Initializer = _RHN.kernel_init,
+      recurrent_init: Initializer = _RHN.recurrent_init,
+      param_dtype: Any = _RHN.param_dtype,
+      deterministic: bool = False, rngs: nnx.Rngs):
     self.hidden_features = hidden_features
     self.depth = depth
     self.shared = shared
-    self.coupled = coupled
-    self.transform_bias = transform_bias
-    self.input_dropout = input_dropout
-    self.state_dropout = state_dropout
-    self.kernel_init = kernel_init
-    self.recurrent_init = recurrent_init
-    self.param_dtype = param_dtype
+    _store(self, rehn.rhn, locals())
     self._setup(in_features, rngs, deterministic)
 
   def _uses_key(self) -> bool:
@@ -591,24 +777,24 @@ class RHN(CellModule):
 
   def make_cell(self) -> Cell:
     factory = rehn.srhn if self.shared else rehn.rhn
-    return factory(
-        self.hidden_features, self.depth, coupled=self.coupled,
-        transform_bias=self.transform_bias, input_dropout=self.input_dropout,
-        state_dropout=self.state_dropout, kernel_init=self.kernel_init,
-        recurrent_init=self.recurrent_init, param_dtype=self.param_dtype)
+    return factory(self.hidden_features, self.depth,
+                   **_options(self, factory))
 
 
 class SRHN(RHN):
   """:func:`vcrnn_jax.rehn.srhn` as an NNX module: :class:`RHN` with one
   layer's weights shared by every micro-layer (the paper's SRHN)."""
 
-  def __init__(self, in_features: int, hidden_features: int, depth: int, *,
-               coupled: bool = True, transform_bias: float = -2.0,
-               input_dropout: float = 0.0, state_dropout: float = 0.0,
-               kernel_init: Initializer = _common.default_kernel_init,
-               recurrent_init: Initializer = _common.default_recurrent_init,
-               param_dtype: Any = jnp.float32, deterministic: bool = False,
-               rngs: nnx.Rngs):
+  def __init__(
+      self, in_features: int, hidden_features: int, depth: int, *,
+      coupled: bool = _SRHN.coupled,
+      transform_bias: float = _SRHN.transform_bias,
+      input_dropout: float = _SRHN.input_dropout,
+      state_dropout: float = _SRHN.state_dropout,
+      kernel_init: Initializer = _SRHN.kernel_init,
+      recurrent_init: Initializer = _SRHN.recurrent_init,
+      param_dtype: Any = _SRHN.param_dtype,
+      deterministic: bool = False, rngs: nnx.Rngs):
     super().__init__(
         in_features, hidden_features, depth, shared=True, coupled=coupled,
         transform_bias=transform_bias, input_dropout=input_dropout,
@@ -617,7 +803,14 @@ class SRHN(RHN):
         deterministic=deterministic, rngs=rngs)
 
 
-class SREHN(CellModule):
+class _Elastic(CellModule):
+  """What the elastic-depth modules share: dropout from their options."""
+
+  def _uses_key(self) -> bool:
+    return bool(self.input_dropout or self.state_dropout)
+
+
+class SREHN(_Elastic):
   """:func:`vcrnn_jax.rehn.srehn` as an NNX module (EI-REHN Eq. 9-15).
 
   The per-step output is a :class:`vcrnn_jax.rehn.REHNOutput` (``output``,
@@ -629,45 +822,30 @@ class SREHN(CellModule):
     out = vnnx.RNN(cell)(jnp.ones((2, 5, 4)))  # out.depth: (2, 5)
   """
 
-  def __init__(self, in_features: int, hidden_features: int, max_depth: int,
-               *, transform_bias: float = 0.0, alpha_init: float = 0.1,
-               beta_init: float = 0.9, rate_bias: float = -3.0,
-               input_dropout: float = 0.0, state_dropout: float = 0.0,
-               loop: loops.LoopConfig | str = loops.LoopConfig(),
-               kernel_init: Initializer = _common.default_kernel_init,
-               recurrent_init: Initializer = _common.default_recurrent_init,
-               param_dtype: Any = jnp.float32, deterministic: bool = False,
-               rngs: nnx.Rngs):
+  def __init__(
+      self, in_features: int, hidden_features: int, max_depth: int, *,
+      transform_bias: float = _SREHN.transform_bias,
+      alpha_init: float = _SREHN.alpha_init,
+      beta_init: float = _SREHN.beta_init,
+      rate_bias: float = _SREHN.rate_bias,
+      input_dropout: float = _SREHN.input_dropout,
+      state_dropout: float = _SREHN.state_dropout,
+      loop: loops.LoopConfig | str = _SREHN.loop,
+      kernel_init: Initializer = _SREHN.kernel_init,
+      recurrent_init: Initializer = _SREHN.recurrent_init,
+      param_dtype: Any = _SREHN.param_dtype,
+      deterministic: bool = False, rngs: nnx.Rngs):
     self.hidden_features = hidden_features
     self.max_depth = max_depth
-    self.transform_bias = transform_bias
-    self.alpha_init = alpha_init
-    self.beta_init = beta_init
-    self.rate_bias = rate_bias
-    self.input_dropout = input_dropout
-    self.state_dropout = state_dropout
-    self.loop = loop
-    self.kernel_init = kernel_init
-    self.recurrent_init = recurrent_init
-    self.param_dtype = param_dtype
+    _store(self, rehn.srehn, locals())
     self._setup(in_features, rngs, deterministic)
 
-  def _uses_key(self) -> bool:
-    return bool(self.input_dropout or self.state_dropout)
-
-  def _options(self) -> dict:
-    return dict(
-        transform_bias=self.transform_bias, alpha_init=self.alpha_init,
-        beta_init=self.beta_init, rate_bias=self.rate_bias,
-        input_dropout=self.input_dropout, state_dropout=self.state_dropout,
-        loop=self.loop, kernel_init=self.kernel_init,
-        recurrent_init=self.recurrent_init, param_dtype=self.param_dtype)
-
   def make_cell(self) -> Cell:
-    return rehn.srehn(self.hidden_features, self.max_depth, **self._options())
+    return rehn.srehn(self.hidden_features, self.max_depth,
+                      **_options(self, rehn.srehn))
 
 
-class EIREHN(SREHN):
+class EIREHN(_Elastic):
   """:func:`vcrnn_jax.rehn.ei_rehn` as an NNX module (EI-REHN Eq. 9-22).
 
   Takes :class:`SREHN`'s arguments plus ``hyper_size`` (None: ``ceil(
@@ -679,38 +857,63 @@ class EIREHN(SREHN):
     out = vnnx.RNN(cell)(jnp.ones((2, 5, 4)))  # REHNOutput, (2, 5, ...)
   """
 
-  def __init__(self, in_features: int, hidden_features: int, max_depth: int,
-               *, hyper_size: int | None = None,
-               transform_bias: float = 0.0, alpha_init: float = 0.1,
-               beta_init: float = 0.9, rate_bias: float = -3.0,
-               input_dropout: float = 0.0, state_dropout: float = 0.0,
-               loop: loops.LoopConfig | str = loops.LoopConfig(),
-               kernel_init: Initializer = _common.default_kernel_init,
-               recurrent_init: Initializer = _common.default_recurrent_init,
-               hyper_init: Initializer = jax.nn.initializers.normal(0.01),
-               param_dtype: Any = jnp.float32, deterministic: bool = False,
-               rngs: nnx.Rngs):
+  def __init__(
+      self, in_features: int, hidden_features: int, max_depth: int, *,
+      hyper_size: int | None = None,
+      transform_bias: float = _EIREHN.transform_bias,
+      alpha_init: float = _EIREHN.alpha_init,
+      beta_init: float = _EIREHN.beta_init,
+      rate_bias: float = _EIREHN.rate_bias,
+      input_dropout: float = _EIREHN.input_dropout,
+      state_dropout: float = _EIREHN.state_dropout,
+      loop: loops.LoopConfig | str = _EIREHN.loop,
+      kernel_init: Initializer = _EIREHN.kernel_init,
+      recurrent_init: Initializer = _EIREHN.recurrent_init,
+      hyper_init: Initializer = _EIREHN.hyper_init,
+      param_dtype: Any = _EIREHN.param_dtype,
+      deterministic: bool = False, rngs: nnx.Rngs):
+    self.hidden_features = hidden_features
+    self.max_depth = max_depth
     self.hyper_size = hyper_size
-    self.hyper_init = hyper_init
-    super().__init__(
-        in_features, hidden_features, max_depth,
-        transform_bias=transform_bias, alpha_init=alpha_init,
-        beta_init=beta_init, rate_bias=rate_bias, input_dropout=input_dropout,
-        state_dropout=state_dropout, loop=loop, kernel_init=kernel_init,
-        recurrent_init=recurrent_init, param_dtype=param_dtype,
-        deterministic=deterministic, rngs=rngs)
+    _store(self, rehn.ei_rehn, locals())
+    self._setup(in_features, rngs, deterministic)
 
   def make_cell(self) -> Cell:
     hyper = self.hyper_size or -(-self.hidden_features // 2)
     return rehn.ei_rehn(self.hidden_features, hyper, self.max_depth,
-                        hyper_init=self.hyper_init, **self._options())
+                        **_options(self, rehn.ei_rehn))
 
 
 # ----------------------------------------------------------------------------
 # The variable computation cells (Jernite et al.).
 
 
-class VCRNN(CellModule):
+class _VC(CellModule):
+  """What the VC modules share: the training step, the hard view."""
+
+  def _vc_setup(self, factory: Callable[..., Cell], hidden_features: int,
+                options: Mapping[str, Any], in_features: int,
+                rngs: nnx.Rngs, deterministic: bool) -> None:
+    self.hidden_features = hidden_features
+    _store(self, factory, options)
+    # A static attribute must hash (nnx.jit keys its cache on it).
+    if isinstance(self.block_sizes, list):
+      self.block_sizes = tuple(self.block_sizes)
+    self.step = Step(jnp.zeros((), jnp.int32))
+    self._setup(in_features, rngs, deterministic)
+
+  def _step_variable(self) -> Step | None:
+    return self.step
+
+  def set_view(self, deterministic: bool | None = None,
+               hard: bool | None = None) -> None:
+    """What ``nnx.view(model, deterministic=..., hard=...)`` sets."""
+    super().set_view(deterministic=deterministic)
+    if hard is not None:
+      self.hard = hard
+
+
+class VCRNN(_VC):
   """:func:`vcrnn_jax.vc.vcrnn` as an NNX module (VCRNN paper Eq. 7, 11-13).
 
   The per-step output is a :class:`vcrnn_jax.vc.VCOutput`. A ``sharpness``
@@ -728,67 +931,60 @@ class VCRNN(CellModule):
     fast = nnx.view(cell, hard=True)           # same params, hard path
   """
 
-  def __init__(self, in_features: int, hidden_features: int, *,
-               sharpness: Any = 1.0, epsilon: float = 0.01,
-               scheduler_bias: float = 0.0,
-               scheduler_init: Initializer = jax.nn.initializers.zeros,
-               hard: bool = False, block_sizes: Any = 8,
-               batch_groups: int = 1,
-               kernel_init: Initializer = _common.default_kernel_init,
-               recurrent_init: Initializer = _common.default_recurrent_init,
-               bias_init: Initializer = _common.default_bias_init,
-               param_dtype: Any = jnp.float32, deterministic: bool = False,
-               rngs: nnx.Rngs):
-    self.hidden_features = hidden_features
-    self.sharpness = sharpness
-    self.epsilon = epsilon
-    self.scheduler_bias = scheduler_bias
-    self.scheduler_init = scheduler_init
-    self.hard = hard
-    # A static attribute must hash (nnx.jit keys its cache on it).
-    self.block_sizes = (tuple(block_sizes) if isinstance(block_sizes, list)
-                        else block_sizes)
-    self.batch_groups = batch_groups
-    self.kernel_init = kernel_init
-    self.recurrent_init = recurrent_init
-    self.bias_init = bias_init
-    self.param_dtype = param_dtype
-    self.step = Step(jnp.zeros((), jnp.int32))
-    self._setup(in_features, rngs, deterministic)
-
-  def _factory(self) -> Callable[..., Cell]:
-    return vc.vcrnn
-
-  def _step_variable(self) -> Step | None:
-    return self.step
+  def __init__(
+      self, in_features: int, hidden_features: int, *,
+      sharpness: Any = _VCRNN.sharpness,
+      epsilon: float = _VCRNN.epsilon,
+      scheduler_bias: float = _VCRNN.scheduler_bias,
+      scheduler_init: Initializer = _VCRNN.scheduler_init,
+      hard: bool = _VCRNN.hard,
+      block_sizes: Any = _VCRNN.block_sizes,
+      batch_groups: int = _VCRNN.batch_groups,
+      kernel_init: Initializer = _VCRNN.kernel_init,
+      recurrent_init: Initializer = _VCRNN.recurrent_init,
+      bias_init: Initializer = _VCRNN.bias_init,
+      param_dtype: Any = _VCRNN.param_dtype,
+      deterministic: bool = False, rngs: nnx.Rngs):
+    self._vc_setup(vc.vcrnn, hidden_features, locals(), in_features, rngs,
+                   deterministic)
 
   def make_cell(self) -> Cell:
-    return self._factory()(
-        self.hidden_features, sharpness=self.sharpness, epsilon=self.epsilon,
-        scheduler_bias=self.scheduler_bias,
-        scheduler_init=self.scheduler_init, hard=self.hard,
-        block_sizes=self.block_sizes, batch_groups=self.batch_groups,
-        kernel_init=self.kernel_init, recurrent_init=self.recurrent_init,
-        bias_init=self.bias_init, param_dtype=self.param_dtype)
-
-  def set_view(self, deterministic: bool | None = None,
-               hard: bool | None = None) -> None:
-    """What ``nnx.view(model, deterministic=..., hard=...)`` sets."""
-    super().set_view(deterministic=deterministic)
-    if hard is not None:
-      self.hard = hard
+    return vc.vcrnn(self.hidden_features, **_options(self, vc.vcrnn))
 
 
-class VCGRU(VCRNN):
+class VCGRU(_VC):
   """:func:`vcrnn_jax.vc.vcgru` as an NNX module (VCRNN paper Eq. 7, 14-16);
   everything else as :class:`VCRNN`."""
 
-  def _factory(self) -> Callable[..., Cell]:
-    return vc.vcgru
+  def __init__(
+      self, in_features: int, hidden_features: int, *,
+      sharpness: Any = _VCGRU.sharpness,
+      epsilon: float = _VCGRU.epsilon,
+      scheduler_bias: float = _VCGRU.scheduler_bias,
+      scheduler_init: Initializer = _VCGRU.scheduler_init,
+      hard: bool = _VCGRU.hard,
+      block_sizes: Any = _VCGRU.block_sizes,
+      batch_groups: int = _VCGRU.batch_groups,
+      kernel_init: Initializer = _VCGRU.kernel_init,
+      recurrent_init: Initializer = _VCGRU.recurrent_init,
+      bias_init: Initializer = _VCGRU.bias_init,
+      param_dtype: Any = _VCGRU.param_dtype,
+      deterministic: bool = False, rngs: nnx.Rngs):
+    self._vc_setup(vc.vcgru, hidden_features, locals(), in_features, rngs,
+                   deterministic)
+
+  def make_cell(self) -> Cell:
+    return vc.vcgru(self.hidden_features, **_options(self, vc.vcgru))
 
 
 # ----------------------------------------------------------------------------
 # The wrappers: they hold the modules they wrap under the pure tree's names.
+
+
+def _check_module(owner: str, cell: Any) -> None:
+  if not isinstance(cell, CellModule):
+    raise ValueError(f'{owner} wraps a vcrnn_jax.nnx module, got '
+                     f'{type(cell).__name__}.')
 
 
 class Stack(CellModule):
@@ -798,7 +994,10 @@ class Stack(CellModule):
   first for the stack's input, each other for the output of the one below.
   They are held as ``layer_0``, ``layer_1``, ... (the pure params' names).
   With ``dropout`` between layers, or a layer that draws dropout, the stack
-  draws the one key per call its pure cell folds for each layer.
+  draws the one key per call its pure cell folds for each layer, from a
+  stream forked from ``rngs``; otherwise ``rngs`` may be left out (the
+  stack has no params of its own). The carry is the tuple of the layers'
+  carries, each from its own ``initialize_carry``.
 
   Example::
 
@@ -808,8 +1007,9 @@ class Stack(CellModule):
     out = vnnx.RNN(cell)(jnp.ones((2, 5, 9)))  # out.output: (2, 5, 32)
   """
 
-  def __init__(self, layers: Sequence[CellModule], *, dropout: float = 0.0,
-               deterministic: bool = False, rngs: nnx.Rngs):
+  def __init__(self, layers: Sequence[CellModule], *,
+               dropout: float = _STACK.dropout,
+               deterministic: bool = False, rngs: nnx.Rngs | None = None):
     layers = tuple(layers)
     if not layers or not all(isinstance(m, CellModule) for m in layers):
       raise ValueError('Stack needs a non-empty sequence of vcrnn_jax.nnx '
@@ -838,8 +1038,48 @@ class Stack(CellModule):
     return cells.stack([m.make_cell() for m in self.layers],
                        dropout=self.dropout)
 
+  def initialize_carry(self, input_shape: tuple,
+                       rngs: nnx.Rngs | nnx.RngStream | None = None,
+                       carry_init: Initializer | None = None) -> Any:
+    batch_shape = self._batch_shape(input_shape)
+    return tuple(m.initialize_carry(batch_shape + (m.in_features,), rngs,
+                                    carry_init) for m in self.layers)
 
-class ACT(CellModule):
+
+class _Flagged(CellModule):
+  """A wrapper that feeds its cell ``[x; flag]`` (ACT's Eq. 3): the cell is
+  built for one input more than the wrapper reads. Its carry is the
+  cell's."""
+
+  def _check_flagged(self, cell: Any) -> None:
+    owner = type(self).__name__
+    _check_module(owner, cell)
+    if cell.in_features < 2:
+      raise ValueError(
+          f'{owner}: the wrapped cell reads the input plus the first-step '
+          f'flag, so it needs in_features >= 2 (input + 1), got '
+          f'{cell.in_features}.')
+
+  def _input_hint(self, got: tuple) -> str:
+    cell = self.cell.in_features
+    build = f'; for {got[0]} features build it with in_features={got[0] + 1}'
+    return (f' ({type(self).__name__} appends a first-step flag to its '
+            f'input, so the wrapped cell, built with in_features={cell}, '
+            f'reads {cell - 1} features{build if got else ""})')
+
+  def _uses_key(self) -> bool:
+    return self.cell._uses_key()  # pylint: disable=protected-access
+
+  def _step_variable(self) -> Step | None:
+    return self.cell._step_variable()  # pylint: disable=protected-access
+
+  def initialize_carry(self, input_shape: tuple,
+                       rngs: nnx.Rngs | nnx.RngStream | None = None,
+                       carry_init: Initializer | None = None) -> Any:
+    return self.cell.initialize_carry(input_shape, rngs, carry_init)
+
+
+class ACT(_Flagged):
   """:func:`vcrnn_jax.act.adaptive` around another module.
 
   ``cell`` is any module of this file, ACT included, built for the input
@@ -851,6 +1091,12 @@ class ACT(CellModule):
   the carry is the wrapped cell's. The wrapped cell's dropout and training
   step reach it through the ACT module's context.
 
+  Args:
+    cell: the wrapped module, built with ``in_features`` one more than the
+      ACT module reads (ACT appends the first-step flag).
+    output_size: ``adaptive``'s; None: no output layer.
+    max_steps: ``adaptive``'s, and the rest.
+
   Example::
 
     rngs = nnx.Rngs(0)
@@ -860,63 +1106,29 @@ class ACT(CellModule):
     out.output, out.ponder                             # (2, 5, 10), (2, 5)
   """
 
-  def __init__(self, cell: CellModule, output_size: int | None = None, *,
-               max_steps: int = 100, epsilon: float = 0.01,
-               halting_bias: float = 1.0,
-               halt_features: (Callable[[Any, jax.Array], jax.Array]
-                               | None) = None,
-               loop: loops.LoopConfig | str = loops.LoopConfig(),
-               kernel_init: Initializer = _common.default_kernel_init,
-               param_dtype: Any = None, deterministic: bool = False,
-               rngs: nnx.Rngs):
-    if not isinstance(cell, CellModule):
-      raise ValueError('ACT wraps a vcrnn_jax.nnx module, got '
-                       f'{type(cell).__name__}.')
-    if cell.in_features < 2:
-      raise ValueError(
-          f'ACT: the wrapped cell reads the input plus the first-step flag, '
-          f'so it needs in_features >= 2 (input + 1), got {cell.in_features}.')
+  def __init__(
+      self, cell: CellModule, output_size: int | None = None, *,
+      max_steps: int = _ACT.max_steps,
+      epsilon: float = _ACT.epsilon,
+      halting_bias: float = _ACT.halting_bias,
+      halt_features: Callable[[Any, jax.Array], jax.Array] | None = (
+          _ACT.halt_features),
+      loop: loops.LoopConfig | str = _ACT.loop,
+      kernel_init: Initializer = _ACT.kernel_init,
+      param_dtype: Any = _ACT.param_dtype,
+      deterministic: bool = False, rngs: nnx.Rngs):
+    self._check_flagged(cell)
     self.cell = cell
     self.output_size = output_size
-    self.max_steps = max_steps
-    self.epsilon = epsilon
-    self.halting_bias = halting_bias
-    self.halt_features = halt_features
-    self.loop = loop
-    self.kernel_init = kernel_init
-    self.param_dtype = param_dtype
+    _store(self, act.adaptive, locals())
     self._setup(cell.in_features - 1, rngs, deterministic, wrapped=['cell'])
 
-  def _uses_key(self) -> bool:
-    return self.cell._uses_key()  # pylint: disable=protected-access
-
-  def _step_variable(self) -> Step | None:
-    return self.cell._step_variable()  # pylint: disable=protected-access
-
   def make_cell(self) -> Cell:
-    return act.adaptive(
-        self.cell.make_cell(), self.output_size, max_steps=self.max_steps,
-        epsilon=self.epsilon, halting_bias=self.halting_bias,
-        halt_features=self.halt_features, loop=self.loop,
-        kernel_init=self.kernel_init, param_dtype=self.param_dtype)
-
-  def initialize_carry(self, input_shape: tuple, rngs: Any = None,
-                       carry_init: Any = None) -> Any:
-    return self.cell.initialize_carry(input_shape, rngs, carry_init)
+    return act.adaptive(self.cell.make_cell(), self.output_size,
+                        **_options(self, act.adaptive))
 
 
-def _check_flagged(owner: str, cell: Any) -> None:
-  """A wrapper that feeds ``[x; flag]`` checks the module it wraps."""
-  if not isinstance(cell, CellModule):
-    raise ValueError(f'{owner} wraps a vcrnn_jax.nnx module, got '
-                     f'{type(cell).__name__}.')
-  if cell.in_features < 2:
-    raise ValueError(
-        f'{owner}: the wrapped cell reads the input plus the first-step flag, '
-        f'so it needs in_features >= 2 (input + 1), got {cell.in_features}.')
-
-
-class PonderNet(CellModule):
+class PonderNet(_Flagged):
   """:func:`vcrnn_jax.ponder.pondernet` around another module.
 
   ``cell`` is any module of this file, built for the input plus ACT's
@@ -945,45 +1157,31 @@ class PonderNet(CellModule):
     out.output, out.probs                              # (2, 3, 1), (2, 3, 5)
   """
 
-  def __init__(self, cell: CellModule, output_size: int = 1, *,
-               max_steps: int = 20, epsilon: float = 0.05,
-               halting_bias: float = 0.0, inference: str = 'train',
-               loop: loops.LoopConfig | str = loops.LoopConfig(),
-               kernel_init: Initializer = _common.default_kernel_init,
-               param_dtype: Any = None, deterministic: bool = False,
-               rngs: nnx.Rngs):
-    _check_flagged('PonderNet', cell)
+  def __init__(
+      self, cell: CellModule, output_size: int = 1, *,
+      max_steps: int = _PONDERNET.max_steps,
+      epsilon: float = _PONDERNET.epsilon,
+      halting_bias: float = _PONDERNET.halting_bias,
+      inference: str = _PONDERNET.inference,
+      loop: loops.LoopConfig | str = _PONDERNET.loop,
+      kernel_init: Initializer = _PONDERNET.kernel_init,
+      param_dtype: Any = _PONDERNET.param_dtype,
+      deterministic: bool = False, rngs: nnx.Rngs):
+    self._check_flagged(cell)
     self.cell = cell
     self.output_size = output_size
-    self.max_steps = max_steps
-    self.epsilon = epsilon
-    self.halting_bias = halting_bias
-    self.inference = inference
-    self.loop = loop
-    self.kernel_init = kernel_init
-    self.param_dtype = param_dtype
+    _store(self, ponder.pondernet, locals())
     self._setup(cell.in_features - 1, rngs, deterministic, wrapped=['cell'])
 
   def _uses_key(self) -> bool:
-    # pylint: disable=protected-access
-    return self.inference == 'sample' or self.cell._uses_key()
-
-  def _step_variable(self) -> Step | None:
-    return self.cell._step_variable()  # pylint: disable=protected-access
+    return self.inference == 'sample' or super()._uses_key()
 
   def make_cell(self) -> Cell:
-    return ponder.pondernet(
-        self.cell.make_cell(), self.output_size, max_steps=self.max_steps,
-        epsilon=self.epsilon, halting_bias=self.halting_bias,
-        inference=self.inference, loop=self.loop,
-        kernel_init=self.kernel_init, param_dtype=self.param_dtype)
-
-  def initialize_carry(self, input_shape: tuple, rngs: Any = None,
-                       carry_init: Any = None) -> Any:
-    return self.cell.initialize_carry(input_shape, rngs, carry_init)
+    return ponder.pondernet(self.cell.make_cell(), self.output_size,
+                            **_options(self, ponder.pondernet))
 
 
-class Repeat(CellModule):
+class Repeat(_Flagged):
   """:func:`vcrnn_jax.repeat.repeat` around another module.
 
   ``cell`` is any module of this file, built for the input plus ACT's
@@ -992,7 +1190,8 @@ class Repeat(CellModule):
   only entry, ``'cell'``); ``repetitions`` is ``repeat``'s. The per-step
   output is the wrapped cell's after the last repetition; the carry is the
   wrapped cell's. The wrapped cell's dropout and training step reach it
-  through the Repeat module's context.
+  through the Repeat module's context; ``rngs`` is needed only where the
+  wrapped cell draws dropout (Repeat has no params of its own).
 
   Example::
 
@@ -1003,24 +1202,14 @@ class Repeat(CellModule):
   """
 
   def __init__(self, cell: CellModule, repetitions: int = 1, *,
-               deterministic: bool = False, rngs: nnx.Rngs):
-    _check_flagged('Repeat', cell)
+               deterministic: bool = False, rngs: nnx.Rngs | None = None):
+    self._check_flagged(cell)
     self.cell = cell
     self.repetitions = repetitions
     self._setup(cell.in_features - 1, rngs, deterministic, wrapped=['cell'])
 
-  def _uses_key(self) -> bool:
-    return self.cell._uses_key()  # pylint: disable=protected-access
-
-  def _step_variable(self) -> Step | None:
-    return self.cell._step_variable()  # pylint: disable=protected-access
-
   def make_cell(self) -> Cell:
     return repeat.repeat(self.cell.make_cell(), self.repetitions)
-
-  def initialize_carry(self, input_shape: tuple, rngs: Any = None,
-                       carry_init: Any = None) -> Any:
-    return self.cell.initialize_carry(input_shape, rngs, carry_init)
 
 
 class Skip(CellModule):
@@ -1032,10 +1221,11 @@ class Skip(CellModule):
   ``update`` (the gate's ``kernel`` and ``bias``). The other arguments are
   ``skip``'s. The per-step output is a :class:`vcrnn_jax.skip.SkipOutput`;
   the carry is a :class:`vcrnn_jax.skip.SkipState` (the wrapped cell's
-  carry, the update probability and the last output). The wrapped cell's
-  dropout and training step reach it through the Skip module's context.
-  ``nnx.view(model, hard=True)`` (or ``set_attributes(hard=True)``) runs
-  the hard inference path on the same params.
+  carry, from its ``initialize_carry``, the update probability and the last
+  output). The wrapped cell's dropout and training step reach it through
+  the Skip module's context. ``nnx.view(model, hard=True)`` (or
+  ``set_attributes(hard=True)``) runs the hard inference path on the same
+  params.
 
   Example::
 
@@ -1045,23 +1235,18 @@ class Skip(CellModule):
     out.output, out.update                             # (2, 5, 16), (2, 5)
   """
 
-  def __init__(self, cell: CellModule, *, update_bias: float = 1.0,
-               features: (Callable[[Any, jax.Array], jax.Array]
-                          | None) = None,
-               hard: bool = False, row_buckets: int = 1,
-               kernel_init: Initializer = _common.default_kernel_init,
-               param_dtype: Any = None, deterministic: bool = False,
-               rngs: nnx.Rngs):
-    if not isinstance(cell, CellModule):
-      raise ValueError('Skip wraps a vcrnn_jax.nnx module, got '
-                       f'{type(cell).__name__}.')
+  def __init__(
+      self, cell: CellModule, *,
+      update_bias: float = _SKIP.update_bias,
+      features: Callable[[Any, jax.Array], jax.Array] | None = _SKIP.features,
+      hard: bool = _SKIP.hard,
+      row_buckets: int = _SKIP.row_buckets,
+      kernel_init: Initializer = _SKIP.kernel_init,
+      param_dtype: Any = _SKIP.param_dtype,
+      deterministic: bool = False, rngs: nnx.Rngs):
+    _check_module('Skip', cell)
     self.cell = cell
-    self.update_bias = update_bias
-    self.features = features
-    self.hard = hard
-    self.row_buckets = row_buckets
-    self.kernel_init = kernel_init
-    self.param_dtype = param_dtype
+    _store(self, skip.skip, locals())
     self._setup(cell.in_features, rngs, deterministic, wrapped=['cell'])
 
   def _uses_key(self) -> bool:
@@ -1071,11 +1256,14 @@ class Skip(CellModule):
     return self.cell._step_variable()  # pylint: disable=protected-access
 
   def make_cell(self) -> Cell:
-    return skip.skip(
-        self.cell.make_cell(), update_bias=self.update_bias,
-        features=self.features, hard=self.hard,
-        row_buckets=self.row_buckets, kernel_init=self.kernel_init,
-        param_dtype=self.param_dtype)
+    return skip.skip(self.cell.make_cell(), **_options(self, skip.skip))
+
+  def initialize_carry(self, input_shape: tuple,
+                       rngs: nnx.Rngs | nnx.RngStream | None = None,
+                       carry_init: Initializer | None = None) -> Any:
+    state = super().initialize_carry(input_shape)
+    return state._replace(
+        cell=self.cell.initialize_carry(input_shape, rngs, carry_init))
 
   def set_view(self, deterministic: bool | None = None,
                hard: bool | None = None) -> None:
@@ -1123,6 +1311,7 @@ class RNN(nnx.Module):
                seq_lengths: jax.Array | None = None,
                return_carry: bool | None = None,
                time_major: bool | None = None,
+               rngs: nnx.Rngs | nnx.RngStream | None = None,
                context: Context | None = None):
     """Applies the cell to every step of ``inputs``.
 
@@ -1130,10 +1319,12 @@ class RNN(nnx.Module):
       inputs: ``[*batch, time, features]`` (``[time, *batch, features]``
         with ``time_major``).
       initial_carry: the carry to start from (leaves ``[*batch, ...]``);
-        default the cell's zero carry.
+        default the cell's ``initialize_carry``.
       seq_lengths: optional ``[*batch]`` integer lengths in ``[0, time]``.
       return_carry: return ``(carry, outputs)``; default ``self.return_carry``.
       time_major: default ``self.time_major``.
+      rngs: what the cell's ``initialize_carry`` draws from, where the cell
+        has a ``carry_init`` (as ``flax.nnx.RNN``'s ``rngs``).
       context: a :class:`vcrnn_jax.core.Context` whose fields replace the
         cell's own (``step``, ``key``); an ``active`` mask ``[*batch]`` is
         combined with the one from ``seq_lengths``.
@@ -1155,7 +1346,8 @@ class RNN(nnx.Module):
     size = math.prod(batch_shape)
     cell = self.cell.make_cell()
     if initial_carry is None:
-      initial_carry = self.cell.initialize_carry(batch_shape + (features,))
+      initial_carry = self.cell.initialize_carry(batch_shape + (features,),
+                                                 rngs)
     carry = _as_state(type(self.cell).__name__, cell, initial_carry,
                       batch_shape, size)
     lengths = None
@@ -1183,3 +1375,46 @@ class RNN(nnx.Module):
     ys = jax.tree_util.tree_map(restore, ys)
     carry = _restore_batch(carry, batch_shape)
     return (carry, ys) if return_carry else ys
+
+
+# ----------------------------------------------------------------------------
+# Params of flax.nnx's own cells.
+
+
+def lstm_params_to_flax(params: Any) -> dict:
+  """Converts :func:`vcrnn_jax.cells.lstm` params to ``flax.nnx.LSTMCell``'s.
+
+  The result is the pure dict of ``nnx.state(cell, nnx.Param)``: gates
+  ``ii, if_, ig, io`` (input kernels) and ``hi, hf, hg, ho`` (recurrent
+  kernels and the biases), ``nnx.update(cell, nnx.State(...))`` sets it.
+  It is :func:`vcrnn_jax.linen.lstm_params_to_flax` with ``flax.nnx``'s
+  name ``if_`` for ``if``.
+  """
+  return {_NNX_GATE_NAMES.get(k, k): v
+          for k, v in linen.lstm_params_to_flax(params).items()}
+
+
+def lstm_params_from_flax(flax_params: Any) -> dict:
+  """Inverse of :func:`lstm_params_to_flax`."""
+  names = {v: k for k, v in _NNX_GATE_NAMES.items()}
+  return linen.lstm_params_from_flax(
+      {names.get(k, k): v for k, v in flax_params.items()})
+
+
+def elman_params_to_flax(params: Any) -> dict:
+  """Converts :func:`vcrnn_jax.cells.elman` params to ``flax.nnx.SimpleCell``'s
+  (the pure dict of ``nnx.state(cell, nnx.Param)``): ``dense_i`` (input
+  kernel and the bias) and ``dense_h`` (recurrent kernel)."""
+  return {'dense_i': {'kernel': params['input_kernel'],
+                      'bias': params['bias']},
+          'dense_h': {'kernel': params['recurrent_kernel']}}
+
+
+def elman_params_from_flax(flax_params: Any) -> dict:
+  """Inverse of :func:`elman_params_to_flax`."""
+  return {'input_kernel': flax_params['dense_i']['kernel'],
+          'recurrent_kernel': flax_params['dense_h']['kernel'],
+          'bias': flax_params['dense_i']['bias']}
+
+
+_NNX_GATE_NAMES = {'if': 'if_'}

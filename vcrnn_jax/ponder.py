@@ -22,6 +22,7 @@ from vcrnn_jax.core import (
   InputSizeError,
   as_context,
   cell_output,
+  check_cell,
   check_positive_int,
   param_dtype_of,
   shape_probe_context,
@@ -326,6 +327,7 @@ def pondernet(
   References:
     Banino, Balaguer, Blundell, PonderNet: Learning to Ponder, 2021.
   """
+  check_cell('ponder.pondernet', cell)
   output_size, spec = _check_settings(output_size, max_steps, epsilon,
                                       inference)
   loop = loops.as_loop_config(loop)

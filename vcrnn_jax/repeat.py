@@ -32,6 +32,7 @@ from vcrnn_jax.core import (
   Context,
   InputSizeError,
   as_context,
+  check_cell,
   check_positive_int,
   param_dtype_of,
 )
@@ -137,6 +138,7 @@ def repeat(cell: Cell, repetitions: int) -> Cell:
     Graves, Adaptive Computation Time for Recurrent Neural Networks, 2016
     (the flag, Eq. 3).
   """
+  check_cell('repeat.repeat', cell)
   cell = _check_cell('repeat', cell)
   repetitions = check_positive_int('repetitions', repetitions)
 

@@ -37,6 +37,7 @@ from vcrnn_jax.core import (
   Cell,
   as_context,
   cell_output,
+  check_cell,
   check_positive_int,
   param_dtype_of,
   shape_probe_context,
@@ -327,6 +328,7 @@ def skip(
     Campos, Jou, Giro-i-Nieto, Torres & Chang, Skip RNN: Learning to Skip
     State Updates in Recurrent Neural Networks, ICLR 2018, Sec. 3.
   """
+  check_cell('skip.skip', cell)
   _check_args(cell, update_bias, features, hard)
   row_buckets = check_positive_int('row_buckets', row_buckets)
   feats = features or _default_features

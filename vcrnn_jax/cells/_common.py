@@ -1,6 +1,11 @@
-"""Helpers shared by the cell factories: initialisers, checks, biases."""
+"""What the cell factories share: initialisers, checks, biases, dtypes."""
 
+from collections.abc import Callable
+import functools
+import inspect
+import types
 from typing import Any
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -14,6 +19,124 @@ Initializer = Any
 default_kernel_init = jax.nn.initializers.lecun_normal()
 default_recurrent_init = jax.nn.initializers.orthogonal()
 default_bias_init = jax.nn.initializers.zeros
+
+
+def defaults(factory: Callable[..., Any]) -> types.SimpleNamespace:
+  """The defaults of ``factory``'s arguments, as attributes of their names.
+
+  A factory's signature is the one place its settings are declared; the Flax
+  modules read their defaults from it (``_LSTM.forget_bias``) rather than
+  restating them.
+  """
+  return types.SimpleNamespace(**{
+      name: p.default
+      for name, p in inspect.signature(factory).parameters.items()
+      if p.default is not inspect.Parameter.empty})
+
+
+def keyword_options(factory: Callable[..., Any]) -> tuple[str, ...]:
+  """The names of ``factory``'s keyword-only arguments, its options."""
+  return tuple(name for name, p in inspect.signature(factory).parameters.items()
+               if p.kind is inspect.Parameter.KEYWORD_ONLY)
+
+
+def renamed_arguments(owner: str, **renames: str) -> Callable:
+  """Accepts each ``old=new`` keyword under its old name, with a warning.
+
+  A decorated function (or ``__init__``) called with ``old=`` gets it as
+  ``new=`` and the caller gets a ``DeprecationWarning`` that names ``new``;
+  both at once are a one-line ``TypeError``. The signature shown (and read by
+  :func:`default`) is the function's own, without the old names. ``owner``
+  is the name the messages give the function.
+  """
+  def decorate(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+      for old, new in renames.items():
+        if old not in kwargs:
+          continue
+        if new in kwargs:
+          raise TypeError(f'{owner}: pass {new} only ({old} is its '
+                          'deprecated name).')
+        warnings.warn(f'{owner}: {old} is deprecated and will be removed; '
+                      f'use {new} (flax\'s name).', DeprecationWarning,
+                      stacklevel=2)
+        kwargs[new] = kwargs.pop(old)
+      return fn(*args, **kwargs)
+    return wrapper
+  return decorate
+
+
+def check_function(name: str, value: Any) -> Callable:
+  if not callable(value):
+    raise ValueError(f'{name} must be a function, got {value!r}.')
+  return value
+
+
+def check_dtype(name: str, value: Any, optional: bool = False) -> Any:
+  """``value`` as a floating dtype (or None where ``optional``)."""
+  if value is None and optional:
+    return None
+  try:
+    dtype = jnp.dtype(value)
+  except TypeError:
+    dtype = None
+  if dtype is None or not jnp.issubdtype(dtype, jnp.floating):
+    allowed = 'a floating dtype or None' if optional else 'a floating dtype'
+    raise ValueError(f'{name} must be {allowed}, got {value!r}.')
+  return dtype
+
+
+def wider(*dtypes: Any) -> jnp.dtype:
+  """The dtype standard promotion gives ``dtypes`` (bfloat16, float32: float32).
+
+  Asked for explicitly, as in :func:`at_least_float32`, since strict
+  promotion has no path between two float types.
+  """
+  with jax.numpy_dtype_promotion('standard'):
+    return jnp.dtype(jnp.result_type(*dtypes))
+
+
+def carry_dtype(param_dtype: Any, dtype: Any) -> jnp.dtype:
+  """The state's dtype: the params', or the wider of them and ``dtype``.
+
+  It is the carry ``flax``'s LSTM and GRU cells hold after one step (the
+  update mixes the new gates, in ``dtype``, with the old carry), so a
+  ``lax.scan`` over the cell keeps one carry type.
+  """
+  if dtype is None:
+    return jnp.dtype(param_dtype)
+  return wider(param_dtype, dtype)
+
+
+def cast(a: jax.Array, dtype: Any) -> jax.Array:
+  return a if a.dtype == dtype else a.astype(dtype)
+
+
+def widen(a: jax.Array, b: jax.Array) -> tuple[jax.Array, jax.Array]:
+  """``a`` and ``b`` in their common dtype, as standard promotion mixes them.
+
+  A gate in the computation dtype times a carry in the params' dtype is
+  computed in the wider of the two, as ``flax``'s cells compute it.
+  """
+  dtype = wider(a.dtype, b.dtype)
+  return cast(a, dtype), cast(b, dtype)
+
+
+def promote(arrays: tuple, dtype: Any, weight_dtype: Any,
+            promote_dtype: Callable | None) -> tuple:
+  """The inputs and params of one step, in the computation dtype.
+
+  ``promote_dtype`` None: every array cast to ``dtype``, or to the params'
+  ``weight_dtype`` when ``dtype`` is None. Otherwise ``promote_dtype(arrays,
+  dtype=dtype)``, the hook of ``flax.nnx.Linear`` (its default,
+  ``flax.nnx.nn.dtypes.promote_dtype``, infers a common dtype when ``dtype``
+  is None).
+  """
+  if promote_dtype is None:
+    target = weight_dtype if dtype is None else dtype
+    return tuple(cast(a, target) for a in arrays)
+  return tuple(promote_dtype(tuple(arrays), dtype=dtype))
 
 
 def check_input_size(input_size: Any) -> int:

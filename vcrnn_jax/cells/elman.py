@@ -1,5 +1,6 @@
 """Elman (simple tanh) recurrent cell."""
 
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
@@ -13,19 +14,46 @@ class ElmanState(NamedTuple):
   h: jax.Array  # [batch, hidden_size]
 
 
+@_common.renamed_arguments('cells.elman',
+                           recurrent_init='recurrent_kernel_init')
 def elman(
     hidden_size: int,
     *,
+    activation_fn: Callable[[jax.Array], jax.Array] = jnp.tanh,
+    residual: bool = False,
     kernel_init: _common.Initializer = _common.default_kernel_init,
-    recurrent_init: _common.Initializer = _common.default_recurrent_init,
+    recurrent_kernel_init: _common.Initializer = (
+        _common.default_recurrent_init),
     bias_init: _common.Initializer = _common.default_bias_init,
+    dtype: Any = None,
     param_dtype: Any = jnp.float32,
+    promote_dtype: Callable[..., Any] | None = None,
 ) -> Cell:
   r"""The Elman unit, VCRNN paper Eq. 3 (with a bias, as in ACT Eq. 1).
 
   .. math::
 
     h_t = \tanh(U h_{t-1} + V x_t + b)          \quad (3)
+
+  The arguments are those of ``flax.nnx.SimpleCell`` with their meaning
+  (``residual=True`` adds ``h_{t-1}`` inside the activation, as there);
+  the defaults compute Eq. 3.
+
+  Args:
+    hidden_size: the width of ``h``.
+    activation_fn: the nonlinearity (``tanh`` in Eq. 3).
+    residual: add ``h_{t-1}`` to the pre-activation.
+    kernel_init: initialiser of ``input_kernel``.
+    recurrent_kernel_init: initialiser of ``recurrent_kernel``
+      (``recurrent_init`` is its deprecated name).
+    bias_init: initialiser of ``bias``.
+    dtype: the computation dtype: inputs, params and the state are cast to
+      it for the step (flax's meaning); None computes in the params' dtype.
+    param_dtype: dtype of the params. The state is in the wider of
+      ``param_dtype`` and ``dtype``.
+    promote_dtype: None, or ``flax.nnx.Linear``'s hook: ``promote_dtype(
+      arrays, dtype=dtype)`` returns the step's inputs, state and params
+      ready for the computation.
 
   Params (names are part of the checkpoint format):
 
@@ -46,6 +74,9 @@ def elman(
     Elman, Finding structure in time, 1990.
   """
   hidden_size = check_positive_int('hidden_size', hidden_size)
+  activation_fn = _common.check_function('activation_fn', activation_fn)
+  dtype = _common.check_dtype('dtype', dtype, optional=True)
+  param_dtype = _common.check_dtype('param_dtype', param_dtype)
 
   def init(key, input_size):
     input_size = _common.check_input_size(input_size)
@@ -54,22 +85,31 @@ def elman(
         'input_kernel': _common.initialize(
             kernel_init, k1, (input_size, hidden_size), param_dtype),
         'recurrent_kernel': _common.initialize(
-            recurrent_init, k2, (hidden_size, hidden_size), param_dtype),
+            recurrent_kernel_init, k2, (hidden_size, hidden_size),
+            param_dtype),
         'bias': _common.initialize(
             bias_init, k3, (hidden_size,), param_dtype),
     }
 
   def initial_state(batch_size):
     batch_size = _common.check_batch_size(batch_size)
-    return ElmanState(h=jnp.zeros((batch_size, hidden_size), param_dtype))
+    return ElmanState(h=jnp.zeros((batch_size, hidden_size),
+                                  _common.carry_dtype(param_dtype, dtype)))
 
   def apply(params, state, x, context=None):
     del context  # A fixed-computation cell uses no extras.
-    x = check_apply_args('elman', params['input_kernel'].shape[0], state, x,
-                         params['input_kernel'].dtype, width=hidden_size)
-    h = jnp.tanh(_common.add_bias(
-        x @ params['input_kernel'] + state.h @ params['recurrent_kernel'],
-        params['bias']))
+    w_in = params['input_kernel']
+    state_dtype = _common.carry_dtype(w_in.dtype, dtype)
+    check_apply_args('elman', w_in.shape[0], state, x, state_dtype,
+                     width=hidden_size)
+    x, h, w_in, w_h, b = _common.promote(
+        (x, state.h, w_in, params['recurrent_kernel'], params['bias']),
+        dtype, w_in.dtype, promote_dtype)
+    pre = _common.add_bias(x @ w_in + h @ w_h, b)
+    if residual:
+      pre, h_prev = _common.widen(pre, state.h)
+      pre = pre + h_prev
+    h = _common.cast(activation_fn(pre), state_dtype)
     return ElmanState(h=h), h
 
   return Cell(init, initial_state, apply)

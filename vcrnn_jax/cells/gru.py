@@ -1,5 +1,6 @@
 """Gated recurrent unit, exactly as written in the VCRNN paper."""
 
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
@@ -13,13 +14,20 @@ class GRUState(NamedTuple):
   h: jax.Array  # [batch, hidden_size]
 
 
+@_common.renamed_arguments('cells.gru',
+                           recurrent_init='recurrent_kernel_init')
 def gru(
     hidden_size: int,
     *,
+    gate_fn: Callable[[jax.Array], jax.Array] = jax.nn.sigmoid,
+    activation_fn: Callable[[jax.Array], jax.Array] = jnp.tanh,
     kernel_init: _common.Initializer = _common.default_kernel_init,
-    recurrent_init: _common.Initializer = _common.default_recurrent_init,
+    recurrent_kernel_init: _common.Initializer = (
+        _common.default_recurrent_init),
     bias_init: _common.Initializer = _common.default_bias_init,
+    dtype: Any = None,
     param_dtype: Any = jnp.float32,
+    promote_dtype: Callable[..., Any] | None = None,
 ) -> Cell:
   r"""The GRU of the VCRNN paper, Eq. 4-6.
 
@@ -36,7 +44,28 @@ def gru(
   as in Cho et al. 2014; cuDNN-style GRUs apply it after. ``z_t`` weights the
   *new* state (Eq. 6), the opposite convention to ``flax.linen.GRUCell``.
   The paper writes no biases; they are included (zero-initialised) as in every
-  published GRU.
+  published GRU. ``flax.nnx.GRUCell`` computes
+  ``n = \tanh(W_n x + b_n + r \odot (U_n h_{t-1}))`` (``flax.linen.GRUCell``
+  also adds a bias inside the product) and ``h_t = (1 - z) n + z h_{t-1}``;
+  this is the one GRU whose maths differ from Flax's, beyond the layout.
+
+  The arguments are those of ``flax.nnx.GRUCell`` with their meaning
+  (``gate_fn`` replaces :math:`\sigma`, ``activation_fn`` the ``tanh``).
+
+  Args:
+    hidden_size: the width of ``h``.
+    gate_fn: the gates' nonlinearity (:math:`\sigma` in Eq. 4).
+    activation_fn: the candidate's nonlinearity (``tanh`` in Eq. 5).
+    kernel_init: initialiser of each gate's input block ``[input_size, H]``.
+    recurrent_kernel_init: initialiser of each recurrent block ``[H, H]``
+      (``recurrent_init`` is its deprecated name).
+    bias_init: initialiser of each gate's bias ``[H]``.
+    dtype: the computation dtype: inputs, params and the state are cast to
+      it for the step (flax's meaning); None computes in the params' dtype.
+    param_dtype: dtype of the params. The state is in the wider of
+      ``param_dtype`` and ``dtype``.
+    promote_dtype: None, or ``flax.nnx.Linear``'s hook (see
+      :func:`vcrnn_jax.cells.elman`).
 
   Params (fused per gate, order ``r, z, h``):
 
@@ -59,6 +88,10 @@ def gru(
     Cho et al., Learning Phrase Representations using RNN Encoder-Decoder, 2014.
   """
   hidden_size = check_positive_int('hidden_size', hidden_size)
+  gate_fn = _common.check_function('gate_fn', gate_fn)
+  activation_fn = _common.check_function('activation_fn', activation_fn)
+  dtype = _common.check_dtype('dtype', dtype, optional=True)
+  param_dtype = _common.check_dtype('param_dtype', param_dtype)
 
   def init(key, input_size):
     input_size = _common.check_input_size(input_size)
@@ -67,29 +100,40 @@ def gru(
         'input_kernel': _common.stacked_init(
             kernel_init, k1, input_size, hidden_size, 3, param_dtype),
         'recurrent_gates_kernel': _common.stacked_recurrent_init(
-            recurrent_init, k2, hidden_size, 2, param_dtype),
+            recurrent_kernel_init, k2, hidden_size, 2, param_dtype),
         'recurrent_kernel': _common.initialize(
-            recurrent_init, k3, (hidden_size, hidden_size), param_dtype),
+            recurrent_kernel_init, k3, (hidden_size, hidden_size),
+            param_dtype),
         'bias': _common.initialize(
             bias_init, k4, (3 * hidden_size,), param_dtype),
     }
 
   def initial_state(batch_size):
     batch_size = _common.check_batch_size(batch_size)
-    return GRUState(h=jnp.zeros((batch_size, hidden_size), param_dtype))
+    return GRUState(h=jnp.zeros((batch_size, hidden_size),
+                                _common.carry_dtype(param_dtype, dtype)))
 
   def apply(params, state, x, context=None):
     del context  # A fixed-computation cell uses no extras.
-    x = check_apply_args('gru', params['input_kernel'].shape[0], state, x,
-                         params['input_kernel'].dtype, width=hidden_size)
-    h_prev = state.h
-    xi = _common.add_bias(x @ params['input_kernel'], params['bias'])
+    w_in = params['input_kernel']
+    state_dtype = _common.carry_dtype(w_in.dtype, dtype)
+    check_apply_args('gru', w_in.shape[0], state, x, state_dtype,
+                     width=hidden_size)
+    x, h_prev, w_in, w_gates, w_h, b = _common.promote(
+        (x, state.h, w_in, params['recurrent_gates_kernel'],
+         params['recurrent_kernel'], params['bias']),
+        dtype, w_in.dtype, promote_dtype)
+    xi = _common.add_bias(x @ w_in, b)
     x_r, x_z, x_h = jnp.split(xi, 3, axis=-1)
-    g_r, g_z = jnp.split(h_prev @ params['recurrent_gates_kernel'], 2, axis=-1)
-    r = jax.nn.sigmoid(x_r + g_r)
-    z = jax.nn.sigmoid(x_z + g_z)
-    h_tilde = jnp.tanh((r * h_prev) @ params['recurrent_kernel'] + x_h)
-    h = z * h_tilde + (1.0 - z) * h_prev
+    g_r, g_z = jnp.split(h_prev @ w_gates, 2, axis=-1)
+    r = gate_fn(x_r + g_r)
+    z = gate_fn(x_z + g_z)
+    h_tilde = activation_fn((r * h_prev) @ w_h + x_h)
+    # The terms with the old state in its own dtype (the wider one), as
+    # flax's cells mix them.
+    keep, old = _common.widen(1.0 - z, state.h)
+    h = _common.cast(z * h_tilde, keep.dtype) + keep * old
+    h = _common.cast(h, state_dtype)
     return GRUState(h=h), h
 
   return Cell(init, initial_state, apply)

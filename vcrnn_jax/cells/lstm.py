@@ -1,5 +1,6 @@
 """Long short-term memory, as written in the EI-REHN paper."""
 
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
@@ -15,14 +16,21 @@ class LSTMState(NamedTuple):
   h: jax.Array  # [batch, hidden_size] hidden output
 
 
+@_common.renamed_arguments('cells.lstm',
+                           recurrent_init='recurrent_kernel_init')
 def lstm(
     hidden_size: int,
     *,
-    forget_bias: float = 0.0,
+    gate_fn: Callable[[jax.Array], jax.Array] = jax.nn.sigmoid,
+    activation_fn: Callable[[jax.Array], jax.Array] = jnp.tanh,
     kernel_init: _common.Initializer = _common.default_kernel_init,
-    recurrent_init: _common.Initializer = _common.default_recurrent_init,
+    recurrent_kernel_init: _common.Initializer = (
+        _common.default_recurrent_init),
     bias_init: _common.Initializer = _common.default_bias_init,
+    dtype: Any = None,
     param_dtype: Any = jnp.float32,
+    promote_dtype: Callable[..., Any] | None = None,
+    forget_bias: float = 0.0,
 ) -> Cell:
   r"""The standard LSTM (no peepholes), EI-REHN paper Eq. 3-5.
 
@@ -40,15 +48,27 @@ def lstm(
   block orthogonal, on its own; zero biases. ``forget_bias`` is added to the
   forget gate's initial bias (0 as in flax; 1 is the common alternative of
   Jozefowicz et al. 2015); it is an ordinary trainable bias, so ``apply`` is
-  exactly Eq. 5.
+  exactly Eq. 5. The other arguments are those of ``flax.nnx.LSTMCell`` with
+  their meaning: ``gate_fn`` replaces :math:`\sigma` and ``activation_fn``
+  both ``tanh`` of Eq. 3 and 5.
 
   Args:
     hidden_size: ``H``, the width of ``h`` and ``c``.
-    forget_bias: added to the initial forget-gate bias.
+    gate_fn: the nonlinearity of ``i, f, o`` (:math:`\sigma`).
+    activation_fn: the nonlinearity of ``a`` and of ``c_t`` in Eq. 3
+      (``tanh``).
     kernel_init: initialiser of each gate's input block ``[input_size, H]``.
-    recurrent_init: initialiser of each gate's recurrent block ``[H, H]``.
+    recurrent_kernel_init: initialiser of each gate's recurrent block
+      ``[H, H]`` (``recurrent_init`` is its deprecated name).
     bias_init: initialiser of each gate's bias ``[H]``.
-    param_dtype: dtype of the params and the state.
+    dtype: the computation dtype: inputs, params and the state are cast to
+      it for the gates (flax's meaning); None computes in the params' dtype.
+    param_dtype: dtype of the params. The state is in the wider of
+      ``param_dtype`` and ``dtype``, and Eq. 3-4 combine the gates with it
+      there, as flax's cell does.
+    promote_dtype: None, or ``flax.nnx.Linear``'s hook (see
+      :func:`vcrnn_jax.cells.elman`).
+    forget_bias: added to the initial forget-gate bias.
 
   Params (fused, gate order ``a, i, f, o`` as in Eq. 5; ``W_L`` split into its
   input, recurrent and bias columns):
@@ -73,6 +93,10 @@ def lstm(
     Hochreiter & Schmidhuber, Long Short-Term Memory, 1997.
   """
   hidden_size = check_positive_int('hidden_size', hidden_size)
+  gate_fn = _common.check_function('gate_fn', gate_fn)
+  activation_fn = _common.check_function('activation_fn', activation_fn)
+  dtype = _common.check_dtype('dtype', dtype, optional=True)
+  param_dtype = _common.check_dtype('param_dtype', param_dtype)
 
   def init(key, input_size):
     input_size = _common.check_input_size(input_size)
@@ -86,25 +110,34 @@ def lstm(
         'input_kernel': _common.stacked_init(
             kernel_init, k1, input_size, hidden_size, 4, param_dtype),
         'recurrent_kernel': _common.stacked_recurrent_init(
-            recurrent_init, k2, hidden_size, 4, param_dtype),
+            recurrent_kernel_init, k2, hidden_size, 4, param_dtype),
         'bias': bias,
     }
 
   def initial_state(batch_size):
     batch_size = _common.check_batch_size(batch_size)
-    zeros = jnp.zeros((batch_size, hidden_size), param_dtype)
+    zeros = jnp.zeros((batch_size, hidden_size),
+                      _common.carry_dtype(param_dtype, dtype))
     return LSTMState(c=zeros, h=zeros)
 
   def apply(params, state, x, context=None):
     del context  # A fixed-computation cell uses no extras.
-    x = check_apply_args('lstm', params['input_kernel'].shape[0], state, x,
-                         params['input_kernel'].dtype, width=hidden_size)
-    gates = _common.add_bias(
-        x @ params['input_kernel'] + state.h @ params['recurrent_kernel'],
-        params['bias'])
+    w_in = params['input_kernel']
+    state_dtype = _common.carry_dtype(w_in.dtype, dtype)
+    check_apply_args('lstm', w_in.shape[0], state, x, state_dtype,
+                     width=hidden_size)
+    x, h, w_in, w_h, b = _common.promote(
+        (x, state.h, w_in, params['recurrent_kernel'], params['bias']),
+        dtype, w_in.dtype, promote_dtype)
+    gates = _common.add_bias(x @ w_in + h @ w_h, b)
     a, i, f, o = jnp.split(gates, 4, axis=-1)
-    c = jax.nn.sigmoid(f) * state.c + jax.nn.sigmoid(i) * jnp.tanh(a)
-    h = jax.nn.sigmoid(o) * jnp.tanh(c)
+    # Eq. 4 and 3 mix the gates with the cell state in the wider dtype of
+    # the two, as flax's cell does (``f * c + i * g``).
+    f, c_prev = _common.widen(gate_fn(f), state.c)
+    c = f * c_prev + _common.cast(gate_fn(i) * activation_fn(a), c_prev.dtype)
+    o, c = _common.widen(gate_fn(o), c)
+    h = o * activation_fn(c)
+    c, h = _common.cast(c, state_dtype), _common.cast(h, state_dtype)
     return LSTMState(c=c, h=h), h
 
   return Cell(init, initial_state, apply)

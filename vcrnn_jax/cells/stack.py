@@ -10,6 +10,7 @@ from vcrnn_jax.core import (
   Cell,
   as_context,
   cell_output,
+  check_cell,
   check_positive_int,
   fold_in,
   param_dtype_of,
@@ -53,6 +54,9 @@ def stack(layers: Sequence[Cell], *, dropout: float = 0.0) -> Cell:
     state, out = cell.apply(params, cell.initial_state(4), x)  # out.output
   """
   layers = tuple(layers)
+  for i, layer in enumerate(layers):
+    if callable(layer) or hasattr(layer, 'make_cell'):
+      check_cell(f'cells.stack (layer {i})', layer)
   if not layers or not all(isinstance(c, Cell) for c in layers):
     raise ValueError('stack needs a non-empty sequence of vcrnn_jax Cells, got '
                      f'{layers!r}.')
