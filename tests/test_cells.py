@@ -17,18 +17,18 @@ def _sigmoid(x):
   return 1.0 / (1.0 + np.exp(-x))
 
 
-def np_elman(p, xs):
+def np_elman(p, xs, activation=np.tanh, residual=False):
   """VCRNN Eq. 3 (with bias), one example at a time."""
   h = np.zeros((xs.shape[0], H))
   hs = []
   for t in range(xs.shape[1]):
-    h = np.tanh(xs[:, t] @ p['input_kernel'] + h @ p['recurrent_kernel']
-                + p['bias'])
+    h = activation(xs[:, t] @ p['input_kernel'] + h @ p['recurrent_kernel']
+                   + p['bias'] + (h if residual else 0.0))
     hs.append(h)
   return np.stack(hs, 1)
 
 
-def np_gru(p, xs):
+def np_gru(p, xs, gate=_sigmoid, activation=np.tanh):
   """VCRNN Eq. 4-6."""
   vr, vz, v = np.split(p['input_kernel'], 3, axis=1)
   ur, uz = np.split(p['recurrent_gates_kernel'], 2, axis=1)
@@ -38,15 +38,15 @@ def np_gru(p, xs):
   hs = []
   for t in range(xs.shape[1]):
     x = xs[:, t]
-    r = _sigmoid(h @ ur + x @ vr + br)                      # (4)
-    z = _sigmoid(h @ uz + x @ vz + bz)                      # (4)
-    h_tilde = np.tanh((r * h) @ u + x @ v + bh)             # (5)
+    r = gate(h @ ur + x @ vr + br)                          # (4)
+    z = gate(h @ uz + x @ vz + bz)                          # (4)
+    h_tilde = activation((r * h) @ u + x @ v + bh)          # (5)
     h = z * h_tilde + (1 - z) * h                            # (6)
     hs.append(h)
   return np.stack(hs, 1)
 
 
-def np_lstm(p, xs):
+def np_lstm(p, xs, gate=_sigmoid, activation=np.tanh):
   """EI-REHN Eq. 3-5."""
   w = np.concatenate([p['recurrent_kernel'], p['input_kernel'],
                       p['bias'][None]], axis=0)            # W_L^T
@@ -56,9 +56,9 @@ def np_lstm(p, xs):
   for t in range(xs.shape[1]):
     z = np.concatenate([h, xs[:, t], np.ones((xs.shape[0], 1))], 1) @ w
     a, i, f, o = np.split(z, 4, axis=1)
-    a, i, f, o = np.tanh(a), _sigmoid(i), _sigmoid(f), _sigmoid(o)  # (5)
+    a, i, f, o = activation(a), gate(i), gate(f), gate(o)             # (5)
     c = f * c + i * a                                                 # (4)
-    h = o * np.tanh(c)                                                # (3)
+    h = o * activation(c)                                             # (3)
     hs.append(h)
   return np.stack(hs, 1)
 
@@ -92,6 +92,60 @@ def test_values_match_numpy(name):
   _, ys = unroll(cell, params, cell.initial_state(B), xs)
   np_params = jax.tree_util.tree_map(np.asarray, params)
   chex.assert_trees_all_close(ys, ref(np_params, np.asarray(xs)), atol=1e-12)
+
+
+def _np_hard_sigmoid(x):
+  return np.clip(x + 3.0, 0.0, 6.0) / 6.0
+
+
+def _np_elu(x):
+  return np.where(x > 0, x, np.expm1(np.minimum(x, 0.0)))
+
+
+@pytest.mark.parametrize('name', sorted(CELLS))
+def test_gate_and_activation_functions_match_numpy(name):
+  # Flax's arguments: gate_fn replaces the sigmoid, activation_fn the tanh
+  # (every tanh of the equations); residual (Elman) adds h_{t-1}.
+  factory, ref = CELLS[name]
+  if name == 'elman':
+    options = dict(activation_fn=jax.nn.elu, residual=True)
+    np_options = dict(activation=_np_elu, residual=True)
+  else:
+    options = dict(gate_fn=jax.nn.hard_sigmoid, activation_fn=jax.nn.elu)
+    np_options = dict(gate=_np_hard_sigmoid, activation=_np_elu)
+  cell = factory(H, param_dtype=jnp.float64, **options)
+  params = _params64(cell)
+  xs = _xs()
+  _, ys = unroll(cell, params, cell.initial_state(B), xs)
+  np_params = jax.tree_util.tree_map(np.asarray, params)
+  chex.assert_trees_all_close(
+      ys, ref(np_params, np.asarray(xs), **np_options), atol=1e-12)
+
+
+@pytest.mark.parametrize('name', sorted(CELLS))
+def test_computation_dtype_is_the_dtype_of_the_step(name):
+  # Float32 params computed in bfloat16 are the params rounded to bfloat16,
+  # computed in bfloat16: the first step from zeros is exactly that cell's
+  # (the LSTM's h mixes o with c in float32, so its c is compared).
+  factory = CELLS[name][0]
+  mixed = factory(H, dtype=jnp.bfloat16)
+  params = mixed.init(jax.random.key(0), D)
+  params['bias'] = params['bias'] + 0.5
+  narrow = factory(H, param_dtype=jnp.bfloat16)
+  x = _xs(dtype=jnp.float32)[:, 0]
+  state, y = mixed.apply(params, mixed.initial_state(B), x)
+  want_state, want = narrow.apply(
+      jax.tree_util.tree_map(lambda a: a.astype(jnp.bfloat16), params),
+      narrow.initial_state(B), x)
+  assert all(a.dtype == jnp.float32 for a in jax.tree_util.tree_leaves(
+      (mixed.initial_state(B), state, y)))
+  if name == 'lstm':
+    y, want = state.c, want_state.c
+  np.testing.assert_array_equal(y, want.astype(jnp.float32))
+  # The other way round: the state is in the computation's float32.
+  wide = factory(H, dtype=jnp.float32, param_dtype=jnp.bfloat16)
+  assert all(a.dtype == jnp.float32
+             for a in jax.tree_util.tree_leaves(wide.initial_state(B)))
 
 
 @pytest.mark.parametrize('name', sorted(CELLS))

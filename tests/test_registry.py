@@ -58,7 +58,7 @@ def test_unknown_names_and_options_are_refused_with_what_is_known():
                      r"got 'transformer'"):
     registry.build_cell('transformer', 4)
   with pytest.raises(ValueError, match="cell 'lstm' takes no option 'depth'; "
-                     'it takes bias_init'):
+                     'it takes activation_fn, bias_init'):
     registry.build_cell('lstm', 4, depth=3)
   with pytest.raises(ValueError, match='hidden_size must be a positive'):
     registry.build_cell('gru', 0)

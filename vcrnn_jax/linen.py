@@ -14,7 +14,11 @@ module used on its own that is ``variables['params']['cell']``; inside
 ``'cell'`` too, it is ``variables['params']['cell']['cell']``.
 
 Every module takes every option of its factory (initialisers, ``param_dtype``,
-dropout, loop settings) as a field, with the factory's default.
+dropout, loop settings) as a field, with the factory's default (read from its
+signature). :class:`Elman`, :class:`GRU` and :class:`LSTM` take the fields of
+``flax.linen.SimpleCell``, ``GRUCell`` and ``LSTMCell`` in flax's order and
+with flax's meaning (``dtype`` the computation dtype, ``gate_fn``,
+``activation_fn``, ``recurrent_kernel_init``, ``carry_init``).
 
 They follow ``flax.linen``'s cell conventions, so a module can replace a flax
 cell in a flax model:

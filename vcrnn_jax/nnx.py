@@ -16,7 +16,13 @@ calls the pure functions; no maths lives here. They subclass
 As NNX modules do, they create their params when built, so the input size is
 the first constructor argument (``GRU(in_features, hidden_features, *,
 rngs)``, as ``flax.nnx.GRUCell``). Every option of the pure factory is a
-constructor argument with the factory's default.
+constructor argument with the factory's default (read from its signature).
+:class:`Elman`, :class:`GRU` and :class:`LSTM` take every argument of
+``flax.nnx.SimpleCell``, ``GRUCell`` and ``LSTMCell`` with flax's meaning
+(``dtype`` the computation dtype, ``gate_fn``, ``activation_fn``,
+``recurrent_kernel_init``, ``carry_init``, ``keep_rngs``, ``promote_dtype``,
+the params' metadata); :func:`lstm_params_to_flax` and
+:func:`elman_params_to_flax` convert the params to flax's cells'.
 
 **Params.** A module's params are laid out exactly as the pure cell's params
 tree: every entry is an attribute of the same name (a nested dict, such as
@@ -490,12 +496,7 @@ class CellModule(nnx.RNNCellBase):
       ``(carry, y)``, ``y`` the pure cell's per-step output (an array or a
       structured output such as :class:`vcrnn_jax.act.ACTOutput`).
     """
-    if inputs.ndim < 1 or inputs.shape[-1] != self.in_features:
-      raise InputSizeError(
-          f'{type(self).__name__}: inputs must have shape [*batch, '
-          f'{self.in_features}], got shape {tuple(inputs.shape)}'
-          f'{self._input_hint(inputs.shape[-1:])}.', type(self).__name__,
-          self.in_features)
+    self._check_inputs(inputs.shape, type(self).__name__, '[*batch, {}]')
     batch_shape = inputs.shape[:-1]
     size = math.prod(batch_shape)
     cell = self.make_cell()
@@ -509,6 +510,18 @@ class CellModule(nnx.RNNCellBase):
     """What the input-width error adds for this module (a wrapper's rule)."""
     del got
     return ''
+
+  def _check_inputs(self, shape: tuple, owner: str, layout: str) -> None:
+    """A one-line ``InputSizeError`` unless ``shape[-1]`` is ``in_features``.
+
+    ``owner`` is who the message names, ``layout`` (``{}`` for the width)
+    the shape it asks for.
+    """
+    if len(shape) < 1 or shape[-1] != self.in_features:
+      raise InputSizeError(
+          f'{owner}: inputs must have shape {layout.format(self.in_features)}'
+          f', got shape {tuple(shape)}{self._input_hint(tuple(shape[-1:]))}.',
+          owner, self.in_features)
 
   def _batch_shape(self, input_shape: tuple) -> tuple:
     if len(input_shape) < 1:
@@ -1339,6 +1352,9 @@ class RNN(nnx.Module):
       raise ValueError(
           f'RNN: inputs must be [*batch, time, features], got shape '
           f'{tuple(inputs.shape)}.')
+    # pylint: disable-next=protected-access
+    self.cell._check_inputs(inputs.shape, f'RNN({type(self.cell).__name__})',
+                            '[*batch, time, {}]')
     if time_major:
       inputs = jnp.moveaxis(inputs, 0, -2)
     batch_shape = inputs.shape[:-2]

@@ -78,7 +78,8 @@ def check_dtype(name: str, value: Any, optional: bool = False) -> Any:
   if value is None and optional:
     return None
   try:
-    dtype = jnp.dtype(value)
+    # jnp.dtype(None) is NumPy's default float, not a refusal.
+    dtype = None if value is None else jnp.dtype(value)
   except TypeError:
     dtype = None
   if dtype is None or not jnp.issubdtype(dtype, jnp.floating):
