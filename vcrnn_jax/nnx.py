@@ -1102,13 +1102,9 @@ class ACT(_Flagged):
   ``output_size`` is given) and ``halting``. The other arguments are
   ``adaptive``'s. The per-step output is an :class:`vcrnn_jax.act.ACTOutput`;
   the carry is the wrapped cell's. The wrapped cell's dropout and training
-  step reach it through the ACT module's context.
-
-  Args:
-    cell: the wrapped module, built with ``in_features`` one more than the
-      ACT module reads (ACT appends the first-step flag).
-    output_size: ``adaptive``'s; None: no output layer.
-    max_steps: ``adaptive``'s, and the rest.
+  step reach it through the ACT module's context. An input of another width
+  is a one-line :class:`vcrnn_jax.core.InputSizeError` that states this
+  rule.
 
   Example::
 
