@@ -36,7 +36,7 @@ Usage (the machine is shared)::
 Result on CPU-2 (2 cores, shared with two training jobs), jax 0.10.2,
 Elman, 100 steps per scan, median of 15; ``python -m
 benchmarks.skip_inference``, 4 min 11 s ("grp" is ``hard=True,
-row_buckets=8``; ms are per scan of 100 steps, printed for every variant
+compact_rows=8``; ms are per scan of 100 steps, printed for every variant
 (here the soft path's); the load moves them by up to 2x between rows, the
 ratios within a row are steadier; at batch 1 hard and grp are the same
 program)::
@@ -86,7 +86,7 @@ from vcrnn_jax.unroll import unroll
 
 CELLS = {'elman': cells.elman, 'gru': cells.gru, 'lstm': cells.lstm}
 QUICK = ['--hidden=32', '--batches=1,4', '--steps=20', '--fractions=0.1,1.0',
-         '--repeats=2']
+         '--repeats=2', '--compact_rows=1']
 KEYS = ('hidden', 'batch', 'rows', 'fraction', 'runs', 'ms_soft', 'ms_hard',
         'ms_grouped', 'ms_plain', 'hard/soft', 'grouped/soft', 'hard/plain')
 
@@ -150,10 +150,10 @@ def main(argv=None):
   parser.add_argument('--phased', type=float, default=0.1,
                       help='fraction of the out-of-phase rows at batch > 1 '
                       '(0: none)')
-  parser.add_argument('--row_buckets', type=int, default=8,
+  parser.add_argument('--compact_rows', type=int, default=8,
                       help='"grouped": the hard path that runs the cell on '
-                      'the smallest of this many static row counts holding '
-                      'the updating rows (skip.skip\'s row_buckets)')
+                      'the smallest multiple of this many rows holding the '
+                      'updating rows (skip.skip\'s compact_rows)')
   parser.add_argument('--cell', default='elman', choices=tuple(CELLS),
                       help='the wrapped cell')
   parser.add_argument('--repeats', type=int, default=15,
@@ -164,9 +164,9 @@ def main(argv=None):
   batches = [int(b) for b in args.batches.split(',')]
   fractions = [float(f) for f in args.fractions.split(',')]
   if min(hiddens + batches + [args.steps, args.repeats,
-                               args.row_buckets]) < 1:
+                               args.compact_rows]) < 1:
     parser.error('--hidden, --batches, --steps, --repeats and '
-                 '--row_buckets must be >= 1')
+                 '--compact_rows must be >= 1')
   if any(not 0.0 < f <= 1.0 for f in fractions + [args.phased or 1.0]):
     parser.error('--fractions and --phased must be in (0, 1]')
 
@@ -180,7 +180,7 @@ def main(argv=None):
   for n in hiddens:
     inner = CELLS[args.cell](n)
     soft, hard = skip.skip(inner), skip.skip(inner, hard=True)
-    grouped = skip.skip(inner, hard=True, row_buckets=args.row_buckets)
+    grouped = skip.skip(inner, hard=True, compact_rows=args.compact_rows)
     run_soft, run_hard, run_grouped, run_plain = map(
         make_run, (soft, hard, grouped, inner))
     params = soft.init(jax.random.PRNGKey(0), n)

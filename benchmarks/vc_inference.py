@@ -13,16 +13,17 @@ dispatch does not dominate) at ``D = --hidden`` for:
   * ``soft``: the paper's soft-mask VCRNN (Eq. 13, lambda = 1): full cost;
   * ``hard/8``: the hard path with the multiples of D/8 as sizes;
   * ``hard/2^k``: the hard path with powers of two (D/128 ... D) as sizes;
-  * batch > 1 only, ``hard/8 g8``: the rows sorted by size, each weight
-    shell multiplied for the rows that need it, in multiples of batch / 8
-    rows (``batch_groups=8``), instead of every row at the batch's largest
-    size (``batch_groups=1``, the other columns).
+  * batch > 1 only, ``hard/8 rC``: the rows sorted by size, each weight
+    shell multiplied for the rows that need it, in multiples of C rows
+    (``compact_rows=C``, ``--compact_rows``, default 8), instead of every
+    row at the batch's largest size (no ``compact_rows``, the other
+    columns).
 
 for m-bar in ``--m`` and batch in ``--batches``. The scheduler's weights are
 zero and its bias logit(m-bar), so every row has ``m_t = m-bar`` exactly
 ("same" rows). With ``--spread S > 0`` a second set of rows ("spread") adds
 ``S * x_t[0]`` (``x ~ N(0, 1)``) to the scheduler's logit, so rows need
-different sizes; that is where ``batch_groups`` can pay. ``--cell=vcgru``
+different sizes; that is where ``compact_rows`` can pay. ``--cell=vcgru``
 runs the VCGRU against the GRU instead.
 
 Usage (pin to one core: the machine is shared, and one core is what the
@@ -46,7 +47,7 @@ from vcrnn_jax import cells, vc
 from vcrnn_jax.unroll import unroll
 
 QUICK = ['--hidden=32', '--steps=10', '--m=0.3', '--batches=4',
-         '--repeats=2']
+         '--repeats=2', '--compact_rows=1']
 
 
 def _logit(p):
@@ -88,10 +89,15 @@ def main(argv=None) -> list[dict]:
   parser.add_argument('--repeats', type=int, default=15,
                       help='timed runs per configuration (median); the '
                       'configurations take turns so load hits them alike')
+  parser.add_argument('--compact_rows', type=int, default=8,
+                      help='"hard/8 rC": the rows of each weight shell are '
+                      'computed in multiples of this many (vc.vcrnn\'s '
+                      'compact_rows)')
   _cli.add_quick(parser, QUICK)
   args = _cli.parse(parser, argv, QUICK)
-  if min(args.hidden, args.steps, args.repeats) < 1:
-    parser.error('--hidden, --steps and --repeats must be >= 1')
+  if min(args.hidden, args.steps, args.repeats, args.compact_rows) < 1:
+    parser.error('--hidden, --steps, --repeats and --compact_rows must be '
+                 '>= 1')
   batches = [int(b) for b in args.batches.split(',')]
   m_bars = [float(m) for m in args.m.split(',')]
   if any(not 0.0 < m <= 1.0 for m in m_bars):
@@ -100,11 +106,13 @@ def main(argv=None) -> list[dict]:
   factory = vc.vcrnn if args.cell == 'vcrnn' else vc.vcgru
   full = cells.elman(n) if args.cell == 'vcrnn' else cells.gru(n)
   pow2 = tuple(n >> k for k in reversed(range(8)) if n >> k >= 1)
+  grouped = f'hard/8 r{args.compact_rows}'
   variants = {
       'soft': factory(n, sharpness=1.0),
       'hard/8': factory(n, hard=True, block_sizes=8),
       'hard/2^k': factory(n, hard=True, block_sizes=pow2),
-      'hard/8 g8': factory(n, hard=True, block_sizes=8, batch_groups=8),
+      grouped: factory(n, hard=True, block_sizes=8,
+                       compact_rows=args.compact_rows),
   }
   runs = {name: make_run(cell) for name, cell in variants.items()}
   run_full = make_run(full)
@@ -126,7 +134,7 @@ def main(argv=None) -> list[dict]:
       for m_bar in m_bars:
         spread = args.spread if kind == 'spread' else 0.0
         params = vc_params(variants['soft'], n, m_bar, spread)
-        names = [k for k in variants if batch > 1 or 'g8' not in k]
+        names = [k for k in variants if batch > 1 or k != grouped]
         jobs = {'full': (run_full, full_params)}
         jobs.update({k: (runs[k], params) for k in names})
         outs = {}

@@ -1,4 +1,5 @@
-"""Imports only go down the layers of BUILD_NOTES.md's Architecture table."""
+"""Imports only go down the layers of BUILD_NOTES.md's Architecture table,
+and no function of the package is over 80 lines of code."""
 
 import ast
 import pathlib
@@ -10,7 +11,8 @@ PACKAGE = pathlib.Path(__file__).resolve().parents[1] / 'vcrnn_jax'
 # Module prefix -> layer; a module may import only its own layer or lower.
 LAYERS = {
     'vcrnn_jax.core': 0, 'vcrnn_jax.files': 0,
-    'vcrnn_jax.loops': 1, 'vcrnn_jax.cells': 1, 'vcrnn_jax.metrics': 1,
+    'vcrnn_jax.loops': 1, 'vcrnn_jax.compaction': 1, 'vcrnn_jax.cells': 1,
+    'vcrnn_jax.metrics': 1,
     'vcrnn_jax.data': 1, 'vcrnn_jax.tasks': 1,
     'vcrnn_jax.act': 2, 'vcrnn_jax.rehn': 2, 'vcrnn_jax.vc': 2,
     'vcrnn_jax.ponder': 2, 'vcrnn_jax.skip': 2, 'vcrnn_jax.repeat': 2,
@@ -67,3 +69,33 @@ def test_training_holds_no_module_named_for_a_paper():
   names = {p.stem for p in (PACKAGE / 'training').glob('*.py')}
   for paper in ('act', 'vc', 'rehn'):
     assert not any(paper in n.split('_') for n in names), names
+
+
+MAX_CODE_LINES = 80
+
+
+def _code_lines(node: ast.AST) -> int:
+  """Lines of ``node`` from ``def`` to its end, its docstrings left out
+  (blank and comment lines count: they are part of what a reader reads)."""
+  doc = set()
+  for sub in ast.walk(node):
+    body = getattr(sub, 'body', None)
+    if (isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef,
+                         ast.ClassDef, ast.Module)) and body
+        and isinstance(body[0], ast.Expr)
+        and isinstance(body[0].value, ast.Constant)
+        and isinstance(body[0].value.value, str)):
+      doc.update(range(body[0].lineno, body[0].end_lineno + 1))
+  return sum(1 for n in range(node.lineno, node.end_lineno + 1)
+             if n not in doc)
+
+
+def test_no_function_is_over_80_lines_of_code():
+  long = []
+  for name, path in _modules():
+    for node in ast.walk(ast.parse(path.read_text())):
+      if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        count = _code_lines(node)
+        if count > MAX_CODE_LINES:
+          long.append(f'{name}.{node.name}: {count}')
+  assert not long, long

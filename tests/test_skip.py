@@ -324,13 +324,13 @@ def test_hard_path_does_not_run_the_cell_on_skipped_steps():
     assert len(calls) == want
 
 
-@pytest.mark.parametrize('name,batch,groups', [
-    ('lstm', 5, 2), ('elman', 4, 4), ('lstm', 3, 8)])
-def test_grouped_hard_path_equals_the_soft_forward(name, batch, groups):
+@pytest.mark.parametrize('name,batch,rows', [
+    ('lstm', 5, 3), ('elman', 4, 1), ('lstm', 3, 1)])
+def test_grouped_hard_path_equals_the_soft_forward(name, batch, rows):
   factory, _ = INNER[name]
   soft = skip.skip(factory(H, param_dtype=jnp.float64))
   hard = skip.skip(factory(H, param_dtype=jnp.float64), hard=True,
-                   row_buckets=groups)
+                   compact_rows=rows)
   params = _spread(soft.init(jax.random.key(0), D))
   xs = _xs(batch)
   lengths = jnp.arange(batch, 0, -1) * T // batch   # padded rows too
@@ -344,7 +344,7 @@ def test_grouped_hard_path_equals_the_soft_forward(name, batch, groups):
   assert np.any((u.max(0) == 1) & (u.min(0) == 0))   # rows out of step
 
 
-def test_row_buckets_run_the_cell_on_the_updating_rows_only():
+def test_compact_rows_run_the_cell_on_the_updating_rows_only():
   rows = []
   inner = cells.elman(H, param_dtype=jnp.float64)
 
@@ -355,20 +355,34 @@ def test_row_buckets_run_the_cell_on_the_updating_rows_only():
   batch = 4
   params = _spread(skip.skip(inner).init(jax.random.key(0), D))
   computed = {}
-  for buckets in (1, 2, batch):
+  for compact_rows in (None, 2, 1):
     cell = skip.skip(inner._replace(apply=counted), hard=True,
-                     row_buckets=buckets)
+                     compact_rows=compact_rows)
     rows.clear()
     _, ys = jax.jit(lambda p, cell=cell: unroll(
         cell, p, cell.initial_state(batch), _xs(batch)))(params)
     jax.effects_barrier()
-    computed[buckets] = sum(rows)
+    computed[compact_rows] = sum(rows)
   k = np.asarray(ys.update).sum(0)    # rows that update at each step
   assert np.any((k > 0) & (k < batch))
   # One bucket per row count: the cell computes exactly the updating rows.
-  assert computed[batch] == k.sum()
+  assert computed[1] == k.sum()
   assert computed[2] == (2 * np.ceil(k / 2)).sum()
-  assert computed[1] == batch * (k > 0).sum()
+  assert computed[None] == batch * (k > 0).sum()
+
+
+def test_row_buckets_is_a_deprecated_alias_of_compact_rows():
+  inner = cells.elman(H, param_dtype=jnp.float64)
+  params = _spread(skip.skip(inner).init(jax.random.key(0), D))
+  with pytest.warns(DeprecationWarning, match='row_buckets is deprecated; '
+                    'pass compact_rows'):
+    old = skip.skip(inner, hard=True, row_buckets=2)   # 5 rows: buckets of 3
+  new = skip.skip(inner, hard=True, compact_rows=3)
+  run = lambda c: jax.jit(lambda p: unroll(c, p, c.initial_state(5),
+                                           _xs(5)))(params)
+  chex.assert_trees_all_equal(run(old), run(new))
+  with pytest.raises(ValueError, match='pass compact_rows only'):
+    skip.skip(inner, hard=True, row_buckets=2, compact_rows=3)
 
 
 def test_act_around_skip_and_skip_around_act():
@@ -439,6 +453,8 @@ def test_bad_arguments():
   with pytest.raises(ValueError, match='hard must be True or False'):
     skip.skip(cells.elman(H), hard=1)
   for bad in (0, 1.5, True):
+    with pytest.raises(ValueError, match='compact_rows must be a positive'):
+      skip.skip(cells.elman(H), hard=True, compact_rows=bad)
     with pytest.raises(ValueError, match='row_buckets must be a positive'):
       skip.skip(cells.elman(H), hard=True, row_buckets=bad)
   cell = skip.skip(cells.elman(H))

@@ -366,8 +366,8 @@ def test_bad_arguments_raise_clear_errors():
   for bad in ((4, 2), (0, 4), (4, 20), 'abc', 0):
     with pytest.raises(ValueError, match='block_sizes'):
       vc.vcrnn(H, block_sizes=bad)
-  with pytest.raises(ValueError, match='batch_groups'):
-    vc.vcrnn(H, batch_groups=0)
+  with pytest.raises(ValueError, match='compact_rows must be a positive'):
+    vc.vcrnn(H, compact_rows=0)
   with pytest.raises(ValueError, match='steps_per_epoch'):
     vc.paper_sharpness(0)
   cell = vc.vcrnn(H)
@@ -441,16 +441,16 @@ def _on_block_xs(sizes, input_size, steps, seed=0):
   return jnp.asarray(xs)
 
 
-@pytest.mark.parametrize('name,input_size,groups', [('vcrnn', H, 1),
-                                                    ('vcgru', 5, 2)])
-def test_hard_equals_soft_in_the_limit(name, input_size, groups):
+@pytest.mark.parametrize('name,input_size,compact_rows', [('vcrnn', H, None),
+                                                          ('vcgru', 5, 2)])
+def test_hard_equals_soft_in_the_limit(name, input_size, compact_rows):
   soft, params = _params(name, input_size, sharpness=1e4)
   sched = params['scheduler']
   sched['recurrent_kernel'] = jnp.zeros_like(sched['recurrent_kernel'])
   sched['input_kernel'] = jnp.zeros_like(sched['input_kernel']).at[0, 0].set(1)
   sched['bias'] = jnp.zeros_like(sched['bias'])
   hard = FACTORIES[name](H, hard=True, block_sizes=(3, 6),
-                         batch_groups=groups, param_dtype=jnp.float64)
+                         compact_rows=compact_rows, param_dtype=jnp.float64)
   xs = _on_block_xs((3, 6, 8), input_size, steps=4)
   h0 = jax.random.normal(jax.random.key(3), (3, H), jnp.float64)
   state = soft.initial_state(3)._replace(h=h0)
@@ -476,14 +476,14 @@ def test_hard_equals_soft_in_the_limit(name, input_size, groups):
                                  atol=1e-12, err_msg=key)
 
 
-@pytest.mark.parametrize('name,block_sizes,groups', [
-    ('vcrnn', 4, 1), ('vcgru', (3, 5), 3), ('vcrnn', (1, 2, 4, 8), 2)])
+@pytest.mark.parametrize('name,block_sizes,compact_rows', [
+    ('vcrnn', 4, None), ('vcgru', (3, 5), 3), ('vcrnn', (1, 2, 4, 8), 4)])
 def test_hard_is_the_partial_update_of_its_rounded_size(name, block_sizes,
-                                                       groups):
+                                                       compact_rows):
   _, params = _params(name, 5, seed=3)
   params['scheduler']['bias'] = jnp.full((1,), -0.5, jnp.float64)
   cell = FACTORIES[name](H, hard=True, block_sizes=block_sizes,
-                         batch_groups=groups, param_dtype=jnp.float64)
+                         compact_rows=compact_rows, param_dtype=jnp.float64)
   sizes = sorted(set(block_sizes) | {H}) if isinstance(
       block_sizes, tuple) else [2, 4, 6, 8]
   rows = 7
@@ -504,12 +504,27 @@ def test_hard_is_the_partial_update_of_its_rounded_size(name, block_sizes,
                              np.asarray(x[b]), int(dims[b]))
     np.testing.assert_allclose(new.h[b], want, rtol=0, atol=1e-13)
     np.testing.assert_array_equal(new.h[b, dims[b]:], h0[b, dims[b]:])
-  if groups != 1:
+  if compact_rows is not None:
     return
   # Under vmap the switch runs every branch and selects: same values.
   _, vout = jax.jit(jax.vmap(lambda h, x: cell.apply(
       params, cell.initial_state(1)._replace(h=h[None]), x[None])))(h0, x)
   np.testing.assert_allclose(vout.output[:-1, 0], new.h[:-1], atol=1e-13)
+
+
+@pytest.mark.parametrize('name', ['vcrnn', 'vcgru'])
+def test_batch_groups_is_a_deprecated_alias_of_compact_rows(name):
+  _, params = _params(name, 5, seed=3)
+  h0 = jax.random.normal(jax.random.key(1), (7, H), jnp.float64)
+  x = jax.random.normal(jax.random.key(2), (7, 5), jnp.float64) * 2
+  with pytest.warns(DeprecationWarning, match='batch_groups is deprecated; '
+                    'pass compact_rows'):
+    old = FACTORIES[name](H, hard=True, batch_groups=3,
+                          param_dtype=jnp.float64)   # 7 rows: buckets of 3
+  new = FACTORIES[name](H, hard=True, compact_rows=3, param_dtype=jnp.float64)
+  run = lambda c: jax.jit(c.apply)(
+      params, c.initial_state(7)._replace(h=h0), x)
+  chex.assert_trees_all_equal(run(old), run(new))
 
 
 # ----------------------------------------------------------------------------

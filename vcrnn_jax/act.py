@@ -22,6 +22,7 @@ from vcrnn_jax.core import (
   check_cell,
   check_positive_int,
   param_dtype_of,
+  select_rows,
   shape_probe_context,
 )
 
@@ -52,6 +53,7 @@ def _default_halt_features(state, y):
 
 
 def _bcast(v, a):
+  """``v`` (``[batch]``) cast to ``a``'s dtype, broadcast against it."""
   return v.reshape(v.shape + (1,) * (a.ndim - v.ndim)).astype(a.dtype)
 
 
@@ -68,27 +70,44 @@ def _output_sizes(cell: Cell, feats, cell_params, input_size: int, dtype
 
 def _dense_params(kernel_init, key, fan_in: int, fan_out: int, bias: float,
                   dtype) -> dict:
+  """A dense layer's params: ``kernel`` ``[fan_in, fan_out]``, ``bias``
+  filled with ``bias`` (ACT's and PonderNet's output and halting units)."""
   return {'kernel': _common.initialize(kernel_init, key, (fan_in, fan_out),
                                        dtype),
           'bias': jnp.full((fan_out,), bias, dtype)}
 
 
-def _probe(cell: Cell, params, state, x) -> int:
-  """The wrapped cell's output width; an input-size error in ACT's terms.
+def _with_step_flag(x: jax.Array, first: Any) -> jax.Array:
+  r"""``[x; \delta_{n,1}]``: the input with the first-step flag appended
+  (Eq. 3; also PonderNet's and Repeat-RNN's input). ``first`` is a bool,
+  a scalar or ``[batch]``."""
+  flag = jnp.broadcast_to(jnp.asarray(first).astype(x.dtype),
+                          x.shape[:-1] + (1,))
+  return jnp.concatenate([x, flag], axis=-1)
 
-  The wrapped cell sees ``x`` with the first-step flag appended, so its own
-  message would name one input too many; it is restated for ACT's ``x``.
+
+def _restated(error: InputSizeError, owner: str, x) -> InputSizeError:
+  """A wrapped cell's input-size error in the terms of ``owner``'s ``x``.
+
+  The wrapped cell reads ``x`` with the first-step flag appended, so its
+  own message names one input too many.
   """
+  name = f'{owner}({error.name})'
+  return InputSizeError(
+      f'{name}.apply: x must have shape [batch, {error.input_size - 1}] '
+      f'(input_size from the params), got shape {tuple(x.shape)}.',
+      name, error.input_size - 1)
+
+
+def _output_width(cell: Cell, cell_params, state, x, owner: str) -> int:
+  """The output width of ``cell`` reading the flagged ``x``, traced
+  abstractly; an input-size error is restated for ``owner``."""
   flagged = jax.ShapeDtypeStruct(x.shape[:-1] + (x.shape[-1] + 1,), x.dtype)
   try:
-    _, y = jax.eval_shape(cell.apply, params['cell'], state, flagged,
+    _, y = jax.eval_shape(cell.apply, cell_params, state, flagged,
                           shape_probe_context())
   except InputSizeError as e:
-    name = f'act.adaptive({e.name})'
-    raise InputSizeError(
-        f'{name}.apply: x must have shape [batch, {e.input_size - 1}] '
-        f'(input_size from the params), got shape {tuple(x.shape)}.',
-        name, e.input_size - 1) from None
+    raise _restated(e, owner, x) from None
   return cell_output(y).shape[-1]
 
 
@@ -110,11 +129,10 @@ def _ponder_step(cell: Cell, feats, output_size: int | None,
   """Ponder step ``n`` of every row (Eq. 3-9), for ``loops.halting_loop``."""
   params, context = shared
   x, active = inputs
-  flag = jnp.broadcast_to((n == 0).astype(x.dtype), x.shape[:-1] + (1,))
   # Halted rows are frozen below; telling the cell lets an adaptive inner
   # cell (EI-REHN) skip their work.
   new_state, y = cell.apply(
-      params['cell'], r.state, jnp.concatenate([x, flag], axis=-1),
+      params['cell'], r.state, _with_step_flag(x, n == 0),
       context._replace(active=running & active))                    # (3)
   y = cell_output(y)
   if output_size is None:
@@ -138,9 +156,7 @@ def _ponder_step(cell: Cell, feats, output_size: int | None,
   acc_output = r.acc_output + _bcast(w, out) * out                  # (9)
   stops = running & halts
   # Halted rows keep their last state so nothing grows in padded steps.
-  state = jax.tree_util.tree_map(
-      lambda s_new, s_old: jnp.where(_bcast(running, s_new), s_new, s_old),
-      new_state, r.state)
+  state = select_rows(running, new_state, r.state)
   rows = _Rows(
       state=state,
       acc_state=acc_state,
@@ -286,7 +302,7 @@ def adaptive(
                        f'shape {tuple(x.shape)}.')
     x = x.astype(dtype) if x.dtype != dtype else x
     batch_shape = x.shape[:-1]
-    y_size = _probe(cell, params, state, x)
+    y_size = _output_width(cell, params['cell'], state, x, 'act.adaptive')
     # ``active`` ([batch] bool, optional): rows whose result the caller will
     # discard (e.g. padded steps in ``unroll``) take exactly one step.
     active = (jnp.ones(batch_shape, bool) if context.active is None

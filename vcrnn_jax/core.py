@@ -184,6 +184,32 @@ def cell_output(y: Any) -> jax.Array:
   return out
 
 
+def select_rows(mask: jax.Array | None, new: Any, old: Any) -> Any:
+  """``new`` on the rows where ``mask`` holds, ``old`` on the others.
+
+  Over two pytrees of the same structure; ``mask`` (bool, e.g. ``[batch]``
+  or a scalar) has the leading axes of every leaf and is broadcast over the
+  rest. ``mask=None`` selects ``new`` everywhere. A select, not a blend: a
+  row of ``old`` comes back bit for bit, whatever ``new`` holds there (NaN
+  included), and no gradient reaches the side not selected.
+
+  >>> import jax.numpy as jnp
+  >>> from vcrnn_jax.core import select_rows
+  >>> select_rows(jnp.array([True, False]), jnp.ones((2, 3)),
+  ...             jnp.zeros((2, 3))).tolist()
+  [[1.0, 1.0, 1.0], [0.0, 0.0, 0.0]]
+  """
+  if mask is None:
+    return new
+  mask = jnp.asarray(mask, bool)
+
+  def select(a, b):
+    return jnp.where(mask.reshape(mask.shape + (1,) * (a.ndim - mask.ndim)),
+                     a, b)
+
+  return jax.tree_util.tree_map(select, new, old)
+
+
 def check_positive_int(name: str, value: Any) -> int:
   """Returns ``value`` as an int, or raises ``ValueError`` naming the argument.
 

@@ -16,16 +16,21 @@ from jax import lax
 import jax.numpy as jnp
 
 from vcrnn_jax import loops
+from vcrnn_jax.act import (
+  _bcast,
+  _dense_params,
+  _output_width,
+  _with_step_flag,
+)
 from vcrnn_jax.cells import _common
 from vcrnn_jax.core import (
   Cell,
-  InputSizeError,
   as_context,
   cell_output,
   check_cell,
   check_positive_int,
   param_dtype_of,
-  shape_probe_context,
+  select_rows,
 )
 
 INFERENCE_MODES = ('train', 'sample', 'median')
@@ -65,46 +70,8 @@ class _Rows(NamedTuple):
   steps: jax.Array       # int32 steps taken
 
 
-def _bcast(v, a):
-  return v.reshape(v.shape + (1,) * (a.ndim - v.ndim)).astype(a.dtype)
-
-
-def _select(pred, new, old):
-  expand = lambda a: pred.reshape(pred.shape + (1,) * (a.ndim - pred.ndim))
-  return jax.tree_util.tree_map(lambda a, b: jnp.where(expand(a), a, b), new,
-                                old)
-
-
 def _dense(x, p):
   return _common.add_bias(x @ p['kernel'], p['bias'])
-
-
-def _dense_params(kernel_init, key, fan_in, fan_out, bias, dtype) -> dict:
-  return {'kernel': _common.initialize(kernel_init, key, (fan_in, fan_out),
-                                       dtype),
-          'bias': jnp.full((fan_out,), bias, dtype)}
-
-
-def _flagged(x):
-  return jax.ShapeDtypeStruct(x.shape[:-1] + (x.shape[-1] + 1,), x.dtype)
-
-
-def _probe(cell: Cell, params, state, x) -> int:
-  """The wrapped cell's output width; an input-size error in our terms.
-
-  The wrapped cell sees ``x`` with the first-step flag appended, so its own
-  message would name one input too many; it is restated for our ``x``.
-  """
-  try:
-    _, y = jax.eval_shape(cell.apply, params, state, _flagged(x),
-                          shape_probe_context())
-  except InputSizeError as e:
-    name = f'pondernet({e.name})'
-    raise InputSizeError(
-        f'{name}.apply: x must have shape [batch, {e.input_size - 1}] '
-        f'(input_size from the params), got shape {tuple(x.shape)}.',
-        name, e.input_size - 1) from None
-  return cell_output(y).shape[-1]
 
 
 def _initial_rows(state, batch_shape: tuple, output_size: int,
@@ -148,10 +115,9 @@ def _ponder_step(cell: Cell, spec: _Spec, shared, inputs, r: _Rows, running,
   """Ponder step ``n`` of every row (P1, P2, P4, P5), for ``halting_loop``."""
   params, context = shared
   x, active, uniforms = inputs
-  flag = jnp.broadcast_to((n == 0).astype(x.dtype), x.shape[:-1] + (1,))
   live = running & active
   new_state, y = cell.apply(params['cell'], r.state,
-                            jnp.concatenate([x, flag], axis=-1),
+                            _with_step_flag(x, n == 0),
                             context._replace(active=live))            # (P1)
   y = cell_output(y)
   out = _dense(y, params['output'])                                   # (P1)
@@ -163,7 +129,7 @@ def _ponder_step(cell: Cell, spec: _Spec, shared, inputs, r: _Rows, running,
     w = (live & halts).astype(p.dtype)
   axis = p.ndim  # the step axis of the buffers
   rows = _Rows(
-      state=_select(running, new_state, r.state),
+      state=select_rows(running, new_state, r.state),
       acc_state=jax.tree_util.tree_map(
           lambda acc, s: acc + _bcast(w, s) * s, r.acc_state, new_state),
       acc_output=r.acc_output + w[..., None] * out,
@@ -338,7 +304,8 @@ def pondernet(
     cell_params = cell.init(k_cell, input_size + 1)
     dtype = param_dtype or param_dtype_of(cell_params)
     x = jax.ShapeDtypeStruct((1, input_size), dtype)
-    y_size = _probe(cell, cell_params, cell.initial_state(1), x)
+    y_size = _output_width(cell, cell_params, cell.initial_state(1), x,
+                           'pondernet')
     return {
         'cell': cell_params,
         'output': _dense_params(kernel_init, k_out, y_size, output_size,
@@ -355,7 +322,7 @@ def pondernet(
                        f'shape {tuple(x.shape)}.')
     x = x.astype(dtype) if x.dtype != dtype else x
     batch_shape = x.shape[:-1]
-    _probe(cell, params['cell'], state, x)
+    _output_width(cell, params['cell'], state, x, 'pondernet')
     active = (jnp.ones(batch_shape, bool) if context.active is None
               else jnp.broadcast_to(jnp.asarray(context.active, bool),
                                     batch_shape))
@@ -367,7 +334,7 @@ def pondernet(
         step, (params, context._replace(active=None)),
         (x, active, uniforms), rows, jnp.ones(batch_shape, bool),
         max_steps=spec.max_steps, loop=loop)
-    new_state = _select(active, final.acc_state, state)
+    new_state = select_rows(active, final.acc_state, state)
     return new_state, PonderOutput(
         output=final.acc_output, outputs=final.outputs, probs=final.probs,
         steps=final.steps)

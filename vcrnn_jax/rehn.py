@@ -47,6 +47,7 @@ from vcrnn_jax.core import (
   as_context,
   check_apply_args,
   check_positive_int,
+  select_rows,
 )
 
 
@@ -519,10 +520,8 @@ def _elastic_step(layer: _LayerFn, shared, inputs: _Inputs, rows: _Rows,
   # updating h (g >= 0, so the norm is positive iff some unit is).
   update = running & jnp.any(g > 0, axis=-1)
   h = g * s + (1 - g) * rows.h                                      # (9)
-  keep = lambda new, old: jnp.where(
-      update.reshape(update.shape + (1,) * (new.ndim - 1)), new, old)
-  rows = _Rows(h=keep(h, rows.h),
-               extra=jax.tree_util.tree_map(keep, extra, rows.extra),
+  rows = _Rows(h=select_rows(update, h, rows.h),
+               extra=select_rows(update, extra, rows.extra),
                depth=rows.depth + update.astype(jnp.int32))
   # Stop before a micro-layer whose gate is zero in every unit: no step is
   # spent finding out (d decreases in r, so no later one would open).

@@ -27,6 +27,7 @@ import jax
 from jax import lax
 import jax.numpy as jnp
 
+from vcrnn_jax.act import _restated, _with_step_flag
 from vcrnn_jax.core import (
   Cell,
   Context,
@@ -35,6 +36,7 @@ from vcrnn_jax.core import (
   check_cell,
   check_positive_int,
   param_dtype_of,
+  select_rows,
 )
 
 
@@ -46,40 +48,12 @@ def _check_cell(name: str, cell: Any) -> Cell:
   return cell
 
 
-def _flagged(x: jax.Array, flag: float) -> jax.Array:
-  """``[x; flag]``: the input with the first-step flag appended (R1)."""
-  column = jnp.full(x.shape[:-1] + (1,), flag, x.dtype)
-  return jnp.concatenate([x, column], axis=-1)
-
-
 def _first_presentation(cell: Cell, params, state, x, context: Context):
-  """The first presentation, with an input-size error in repeat's terms.
-
-  The wrapped cell sees one input more than the caller gives, so its own
-  message would name the wrong width; it is restated for repeat's ``x``.
-  """
+  """The first presentation, with an input-size error in repeat's terms."""
   try:
-    return cell.apply(params, state, _flagged(x, 1.0), context)
+    return cell.apply(params, state, _with_step_flag(x, True), context)
   except InputSizeError as e:
-    name = f'repeat({e.name})'
-    raise InputSizeError(
-        f'{name}.apply: x must have shape [batch, {e.input_size - 1}] '
-        f'(input_size from the params), got shape {tuple(x.shape)}.',
-        name, e.input_size - 1) from None
-
-
-def _keep_inactive(active: jax.Array | None, new: Any, old: Any) -> Any:
-  """``new`` on active rows, ``old`` on the others (``active`` [batch])."""
-  if active is None:
-    return new
-
-  active = jnp.asarray(active, bool)
-
-  def select(a, b):
-    keep = jnp.reshape(active, active.shape + (1,) * (a.ndim - active.ndim))
-    return jnp.where(keep, a, b)
-
-  return jax.tree_util.tree_map(select, new, old)
+    raise _restated(e, 'repeat', x) from None
 
 
 def repeat(cell: Cell, repetitions: int) -> Cell:
@@ -156,7 +130,7 @@ def repeat(cell: Cell, repetitions: int) -> Cell:
     inner = params['cell']
     new_state, y = _first_presentation(cell, inner, state, x, context)  # (R1)
     if repetitions > 1:
-      again = _flagged(x, 0.0)                                      # (R1)
+      again = _with_step_flag(x, False)                             # (R1)
 
       def presentation(carry, _):
         s, _ = carry
@@ -164,9 +138,9 @@ def repeat(cell: Cell, repetitions: int) -> Cell:
 
       (new_state, y), _ = lax.scan(presentation, (new_state, y), None,
                                    length=repetitions - 1)
-    new_state = _keep_inactive(context.active, new_state, state)
-    y = _keep_inactive(context.active, y,
-                       jax.tree_util.tree_map(jnp.zeros_like, y))
+    new_state = select_rows(context.active, new_state, state)
+    y = select_rows(context.active, y,
+                    jax.tree_util.tree_map(jnp.zeros_like, y))
     return new_state, y
 
   return Cell(init, cell.initial_state, apply)

@@ -25,6 +25,7 @@ References:
 """
 
 from collections.abc import Callable
+import functools
 import math
 from typing import Any, NamedTuple
 
@@ -32,6 +33,7 @@ import jax
 from jax import lax
 import jax.numpy as jnp
 
+from vcrnn_jax import compaction
 from vcrnn_jax.cells import _common
 from vcrnn_jax.core import (
   Cell,
@@ -40,6 +42,7 @@ from vcrnn_jax.core import (
   check_cell,
   check_positive_int,
   param_dtype_of,
+  select_rows,
   shape_probe_context,
 )
 
@@ -103,15 +106,8 @@ def _copy_or_update(u: jax.Array, new: Any, old: Any) -> Any:
   def leaf(a, b):
     if jnp.issubdtype(a.dtype, jnp.inexact):
       return _copy_or_update_leaf(u, a, b)
-    return jnp.where(_expand(u > 0.5, a), a, b)
+    return select_rows(u > 0.5, a, b)
   return jax.tree_util.tree_map(leaf, new, old)
-
-
-def _keep_inactive(active: jax.Array, new: Any, old: Any) -> Any:
-  """``new`` on active rows, ``old`` on padded ones (no derivative in
-  ``active``)."""
-  return jax.tree_util.tree_map(
-      lambda a, b: jnp.where(_expand(active, a), a, b), new, old)
 
 
 def _default_features(state, y):
@@ -156,40 +152,20 @@ def _soft_step(cell: Cell, params, state: SkipState, x, context, u):
 
 
 def _hard_step(cell: Cell, params, state: SkipState, x, context, u, active,
-               row_buckets: int):
+               compact_rows):
   """S2 where the wrapped cell runs only on a bucket of rows that holds
-  every row that updates (nothing when none does).
+  every row that updates (nothing when none does), by
+  :func:`vcrnn_jax.compaction.switch_rows`.
 
   Rows that skip but sit in the bucket are discarded, so the wrapped cell
   is told they are inactive (an adaptive cell does the least work for them).
   """
   runs = u > 0.5 if active is None else (u > 0.5) & active
-  batch = runs.shape[0]
-  g = min(row_buckets, batch)
-  sizes = sorted({-(-batch * i // g) for i in range(1, g + 1)})
   operands = (state.cell, state.output, x, u, runs)
-  # Updating rows first: a bucket of s rows is the first s of this order.
-  order = jnp.argsort(~runs, stable=True) if len(sizes) > 1 else None
-
-  def copy(operands):
-    return operands[:2]                                             # (S2)
-
-  def rows_of(size):
-    def run(operands):
-      if size == batch:
-        return _update(cell, params, context, operands)
-      rows = order[:size]
-      new = _update(cell, params, context, jax.tree_util.tree_map(
-          lambda a: a[rows], operands))
-      return jax.tree_util.tree_map(lambda a, b: a.at[rows].set(b),
-                                    operands[:2], new)
-    return run
-
-  count = jnp.sum(runs, dtype=jnp.int32)
-  # 0 when no row updates, else 1 + the index of the smallest size >= count.
-  bucket = jnp.sum(count > jnp.asarray([0] + sizes[:-1], jnp.int32),
-                   dtype=jnp.int32)
-  return lax.switch(bucket, [copy] + [rows_of(s) for s in sizes], operands)
+  return compaction.switch_rows(
+      functools.partial(_update, cell, params, context),
+      lambda operands: operands[:2],                                 # (S2)
+      operands, runs, compact_rows)
 
 
 def _update(cell: Cell, params, context, operands):
@@ -208,9 +184,10 @@ def skip(
     update_bias: float = 1.0,
     features: Callable[[Any, jax.Array], jax.Array] | None = None,
     hard: bool = False,
-    row_buckets: int = 1,
+    compact_rows: int | None = None,
     kernel_init: Any = _common.default_kernel_init,
     param_dtype: Any = None,
+    row_buckets: int | None = None,
 ) -> Cell:
   r"""Wraps ``cell`` with Skip RNN's update gate (Skip RNN paper, Section 3).
 
@@ -266,16 +243,15 @@ def skip(
   **Hard inference path** (``hard=True``; same params): the wrapped cell
   runs under a ``lax.cond`` on whether any row of the batch updates, so a
   step on which every row skips costs only the gate (a ``[F, 1]`` product):
-  with one row, every skipped step. With ``row_buckets=g > 1`` the cell
-  runs on the smallest of ``g`` static row counts (the multiples of
-  ``batch / g``, rounded up) that holds every row that updates: those rows
-  are gathered first (a sort of the decisions), and their new state is
-  scattered back, so with ``k`` rows updating a step costs a cell step on
-  ``ceil(k g / batch) batch / g`` rows plus the gather and the scatter.
+  with one row, every skipped step. With ``compact_rows=m`` the cell runs
+  on the smallest multiple of ``m`` rows that holds every row that updates
+  (:mod:`vcrnn_jax.compaction`): those rows are gathered first, and their
+  new state is scattered back, so with ``k`` rows updating a step costs a
+  cell step on ``ceil(k / m) m`` rows plus the gather and the scatter.
   Skipped rows the bucket takes in are passed to the cell as inactive, and
-  discarded. The values and states equal the soft path's (bit for bit with
-  ``g = 1``; with ``g > 1`` the cell computes on fewer rows, which can
-  change the last bit of a product). A wrapped cell that draws per-row
+  discarded. The values and states equal the soft path's (bit for bit
+  without ``compact_rows``; with it the cell computes on fewer rows, which
+  can change the last bit of a product). A wrapped cell that draws per-row
   noise from ``context.key`` draws it for the bucket's rows. Under ``vmap``
   a ``cond`` runs both branches (correct, no savings). Its gradients are
   not the soft path's (a step on which no row updates has no
@@ -296,14 +272,16 @@ def skip(
       defaults to ``y``.
     hard: False (default): the training path. True: the inference path
       (see above).
-    row_buckets: the hard path's batching: 1 (default) runs the cell on the
-      whole batch when any row updates; ``g > 1`` runs it on the smallest
-      of ``g`` static row counts that holds the updating rows (pays when
-      rows update on different steps).
+    compact_rows: the hard path's batching: None (default) runs the cell
+      on the whole batch when any row updates; ``m`` runs it on the
+      smallest multiple of ``m`` rows that holds the updating rows (pays
+      when rows update on different steps).
     kernel_init: initialiser of :math:`W_p` (default LeCun normal, as
       ``flax.linen.Dense``).
     param_dtype: dtype of :math:`W_p`, :math:`b_p` and :math:`\tilde u`;
       None (default) follows the wrapped cell's params.
+    row_buckets: deprecated alias: ``row_buckets=g`` is
+      ``compact_rows=ceil(batch / g)`` (a ``DeprecationWarning``).
 
   Params: ``{'cell': <wrapped cell params>, 'update': {'kernel': [F, 1],
   'bias': [1]}}`` (:math:`W_p^T`, :math:`b_p`), ``F`` the width of the
@@ -322,7 +300,7 @@ def skip(
   Raises:
     ValueError: ``cell`` is not a :class:`vcrnn_jax.Cell`, ``update_bias``
       is not a finite number, ``features`` is not callable, ``hard`` is not
-      a bool, or ``row_buckets`` is not a positive int.
+      a bool, or ``compact_rows`` is not None or a positive int.
 
   References:
     Campos, Jou, Giro-i-Nieto, Torres & Chang, Skip RNN: Learning to Skip
@@ -330,7 +308,8 @@ def skip(
   """
   check_cell('skip.skip', cell)
   _check_args(cell, update_bias, features, hard)
-  row_buckets = check_positive_int('row_buckets', row_buckets)
+  compact_rows = compaction.deprecated_bucket_count(
+      'skip', 'row_buckets', row_buckets, compact_rows)
   feats = features or _default_features
 
   def init(key, input_size):
@@ -361,7 +340,7 @@ def skip(
     u = _straight_through_round(u_prob)                             # (S1)
     if hard:
       new_cell, y = _hard_step(cell, params['cell'], state, x, context, u,
-                               active, row_buckets)
+                               active, compact_rows)
     else:
       new_cell, y = _soft_step(cell, params['cell'], state, x, context, u)
     new_prob = _next_update_prob(params['update'], feats(new_cell, y), u,
@@ -369,9 +348,9 @@ def skip(
     new_state = SkipState(cell=new_cell, update_prob=new_prob, output=y)
     out = SkipOutput(output=y, update=u, update_prob=u_prob)
     if active is not None:
-      new_state = _keep_inactive(active, new_state, state)
-      out = _keep_inactive(active, out,
-                           jax.tree_util.tree_map(jnp.zeros_like, out))
+      new_state = select_rows(active, new_state, state)
+      out = select_rows(active, out,
+                        jax.tree_util.tree_map(jnp.zeros_like, out))
     return new_state, out
 
   return Cell(init, initial_state, apply)

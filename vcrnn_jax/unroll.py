@@ -6,16 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from vcrnn_jax.core import Cell, Context, as_context
-
-
-def _select(pred: jax.Array, new: Any, old: Any) -> Any:
-  """``where(pred, new, old)`` over two pytrees, ``pred`` broadcast from
-  [batch]."""
-  def sel(a, b):
-    p = pred.reshape(pred.shape + (1,) * (a.ndim - pred.ndim))
-    return jnp.where(p, a, b)
-  return jax.tree_util.tree_map(sel, new, old)
+from vcrnn_jax.core import Cell, Context, as_context, select_rows
 
 
 def _check_lengths(lengths, batch: int, time: int) -> jax.Array:
@@ -115,8 +106,8 @@ def unroll(
       active = valid if context.active is None else valid & context.active
       new_state, y = cell.apply(params, carry, x,
                                 context._replace(active=active))
-      new_state = _select(valid, new_state, carry)
-      y = _select(valid, y, jax.tree_util.tree_map(jnp.zeros_like, y))
+      new_state = select_rows(valid, new_state, carry)
+      y = select_rows(valid, y, jax.tree_util.tree_map(jnp.zeros_like, y))
       return new_state, y
     state, ys = jax.lax.scan(step, state, (xs_t, jnp.arange(time)))
   ys = jax.tree_util.tree_map(lambda a: jnp.swapaxes(a, 0, 1), ys)

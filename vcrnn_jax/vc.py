@@ -49,6 +49,7 @@ from jax import lax
 import jax.numpy as jnp
 import numpy as np
 
+from vcrnn_jax import compaction
 from vcrnn_jax.cells import _common
 from vcrnn_jax.cells.elman import ElmanState
 from vcrnn_jax.cells.gru import GRUState
@@ -282,16 +283,18 @@ def _shell_matmul(shells, inputs, k, sizes):
   return out
 
 
-def _ragged_matmul(shells, inputs, counts, sizes, unit):
+def _ragged_matmul(shells, inputs, counts, sizes, row_sizes):
   """``sum_i inputs[i] @ kernels[i]`` where row ``r`` needs its first
   ``s_r`` dimensions only, the rows sorted by ``s_r``, largest first.
 
-  Shell ``j`` (:func:`_shells`) is multiplied for the first ``counts[j] *
-  unit`` rows only (``counts[j]`` rows-units hold every row with ``s_r >=
-  sizes[j]``), one ``lax.switch`` per shell over the static row counts. The
-  work is then about ``sum_r s_r**2`` rather than the batch times the
-  largest ``s_r**2``. A row's inputs beyond its ``s_r`` must be zero and
-  its outputs there are not meaningful (the caller keeps the old state).
+  Shell ``j`` (:func:`_shells`) is multiplied for the first
+  ``row_sizes[counts[j] - 1]`` rows only (the smallest bucket of
+  :func:`vcrnn_jax.compaction.bucket_sizes` that holds every row with
+  ``s_r >= sizes[j]``; none when ``counts[j]`` is 0), one ``lax.switch``
+  per shell over the static row counts. The work is then about ``sum_r
+  s_r**2`` rather than the batch times the largest ``s_r**2``. A row's
+  inputs beyond its ``s_r`` must be zero and its outputs there are not
+  meaningful (the caller keeps the old state).
   """
   cols, rows, _ = shells
   batch = inputs[0].shape[0]
@@ -308,14 +311,13 @@ def _ragged_matmul(shells, inputs, counts, sizes, unit):
       return out
     return run
 
-  options = [min(b * unit, batch) for b in range(1, -(-batch // unit) + 1)]
   for j in range(len(sizes)):
     out = lax.switch(counts[j], [lambda out: out]
-                     + [shell(j, n) for n in options], out)
+                     + [shell(j, n) for n in row_sizes], out)
   return out
 
 
-def _hard_apply(prepare, update, sizes, batch_groups, params, h, x, m,
+def _hard_apply(prepare, update, sizes, compact_rows, params, h, x, m,
                 context):
   """Partial updates of Sec. 4.1 with d_t rounded up to a static size.
 
@@ -367,39 +369,38 @@ def _hard_apply(prepare, update, sizes, batch_groups, params, h, x, m,
     return run
 
   branches = [branch(k) for k in range(len(sizes) + 1)]
-  groups = min(batch_groups, h.shape[0])
-  if groups == 1:
+  row_sizes = compaction.bucket_sizes(h.shape[0], compact_rows)
+  if len(row_sizes) == 1:
     # One switch on the batch's largest size: outside vmap only that branch
     # runs (under vmap a switch becomes a select that runs all of them).
     return lax.switch(jnp.max(bucket), branches, operands, h, x, dims), dims
-  # Rows sorted by size, largest first; each weight shell is multiplied for
-  # the rows that need it, in multiples of batch / groups rows.
-  order = jnp.argsort(-bucket, stable=True)
+  # Rows sorted by size, largest first (vcrnn_jax.compaction); each weight
+  # shell is multiplied for the smallest bucket of rows that holds the rows
+  # that need it.
+  order = compaction.order_rows(bucket, levels=len(sizes) + 1)
   cell_operands, projection = operands
-  h_sorted, x_sorted, dims_sorted = h[order], x[order], dims[order]
+  h_sorted, x_sorted, dims_sorted = compaction.take((h, x, dims), order)
   if projection is not None:
     x_sorted = x_sorted @ projection[1]
-  unit = -(-h.shape[0] // groups)
   shells = jnp.arange(len(sizes), dtype=jnp.int32)
   needs = jnp.sum(bucket[:, None] > shells[None, :], axis=0,
                   dtype=jnp.int32)
-  counts = (needs + unit - 1) // unit
+  counts = compaction.bucket_index(needs, row_sizes)
   keep = (jnp.arange(hidden_size, dtype=jnp.int32)[None, :]
           < dims_sorted[:, None])
   matmul = functools.partial(_ragged_matmul, counts=counts, sizes=sizes,
-                             unit=unit)
+                             row_sizes=row_sizes)
   new = update(cell_operands, matmul, jnp.where(keep, h_sorted, 0),
                jnp.where(keep, x_sorted, 0))
   h_new = jnp.where(keep, new, h_sorted)
-  return jnp.zeros_like(h).at[order].set(h_new, unique_indices=True), dims
+  return compaction.put(jnp.zeros_like(h), order, h_new), dims
 
 
 # ----------------------------------------------------------------------------
 # The cells.
 
 
-def _check_cell_args(hidden_size, sharpness, epsilon, block_sizes,
-                     batch_groups):
+def _check_cell_args(hidden_size, sharpness, epsilon, block_sizes):
   hidden_size = check_positive_int('hidden_size', hidden_size)
   if not callable(sharpness):
     if isinstance(sharpness, bool) or not isinstance(
@@ -411,8 +412,7 @@ def _check_cell_args(hidden_size, sharpness, epsilon, block_sizes,
   if not 0.0 <= epsilon < 0.5:
     raise ValueError(f'epsilon must be in [0, 0.5), got {epsilon!r}.')
   sizes = _block_sizes(hidden_size, block_sizes)
-  batch_groups = check_positive_int('batch_groups', batch_groups)
-  return hidden_size, sharpness, sizes, batch_groups
+  return hidden_size, sharpness, sizes
 
 
 def _init_scheduler(key, input_size, hidden_size, scheduler_init,
@@ -436,7 +436,7 @@ def _init_scheduler(key, input_size, hidden_size, scheduler_init,
 
 def _vc_cell(name: str, hidden_size: int, state_type, init_weights,
              prepare, update, soft_update, *, sharpness, epsilon,
-             scheduler_bias, scheduler_init, hard, block_sizes, batch_groups,
+             scheduler_bias, scheduler_init, hard, block_sizes, compact_rows,
              kernel_init, param_dtype) -> Cell:
   """The variable-computation driver of :func:`vcrnn` and :func:`vcgru`.
 
@@ -449,8 +449,8 @@ def _vc_cell(name: str, hidden_size: int, state_type, init_weights,
   * ``soft_update(params, e, h_bar, x_bar, h) -> h_t``: the soft update
     from the masked state and input (Eq. 13; Eq. 14-16).
   """
-  _, sharpness, sizes, batch_groups = _check_cell_args(
-      hidden_size, sharpness, epsilon, block_sizes, batch_groups)
+  _, sharpness, sizes = _check_cell_args(hidden_size, sharpness, epsilon,
+                                         block_sizes)
 
   def init(key, input_size):
     input_size = _common.check_input_size(input_size)
@@ -472,7 +472,7 @@ def _vc_cell(name: str, hidden_size: int, state_type, init_weights,
     h = state.h
     m = _scheduler(params, h, x)                                      # (7)
     if hard:
-      h_new, dims = _hard_apply(prepare, update, sizes, batch_groups, params,
+      h_new, dims = _hard_apply(prepare, update, sizes, compact_rows, params,
                                 h, x, m, context)
       return state_type(h=h_new), VCOutput(output=h_new, m=m, dims=dims)
     lam = _sharpness_at(sharpness, context, name)
@@ -507,14 +507,17 @@ _CELL_ARGS_DOC = r"""
     block_sizes: the hard path's static sizes: an int ``n`` (the multiples
       of ``D / n``, rounded up; default 8) or an increasing sequence (``D``
       is added when missing).
-    batch_groups: the hard path's batching: 1 computes every row at the
-      batch's largest size; ``g > 1`` sorts the rows by size and multiplies
-      each weight shell only for the rows that need it, in multiples of
-      ``batch / g`` rows, so the work follows the sum over rows of
-      ``d_t**2`` (pays when rows differ a lot).
+    compact_rows: the hard path's batching: None (default) computes every
+      row at the batch's largest size; ``m`` sorts the rows by size and
+      multiplies each weight shell only for the rows that need it, in
+      multiples of ``m`` rows (:mod:`vcrnn_jax.compaction`), so the work
+      follows the sum over rows of ``d_t**2`` (pays when rows differ a
+      lot).
     kernel_init, recurrent_init, bias_init: initialisers of ``V`` (and of
       the input projection), ``U`` and the biases, as in the cell it extends.
     param_dtype: dtype of the params and the state.
+    batch_groups: deprecated alias: ``batch_groups=g`` is
+      ``compact_rows=ceil(batch / g)`` (a ``DeprecationWarning``).
 """
 
 
@@ -531,11 +534,12 @@ def vcrnn(
     scheduler_init: _common.Initializer = jax.nn.initializers.zeros,
     hard: bool = False,
     block_sizes: int | Sequence[int] = 8,
-    batch_groups: int = 1,
+    compact_rows: int | None = None,
     kernel_init: _common.Initializer = _common.default_kernel_init,
     recurrent_init: _common.Initializer = _common.default_recurrent_init,
     bias_init: _common.Initializer = _common.default_bias_init,
     param_dtype: Any = jnp.float32,
+    batch_groups: int | None = None,
 ) -> Cell:
   r"""The Variable Computation RNN, Eq. 7, 11-13 (Elman based).
 
@@ -620,6 +624,8 @@ def vcrnn(
   """
   hidden_size = check_positive_int('hidden_size', hidden_size)
   sizes = _block_sizes(hidden_size, block_sizes)
+  compact_rows = compaction.deprecated_bucket_count(
+      'vcrnn', 'batch_groups', batch_groups, compact_rows)
 
   def init_weights(key):
     k1, k2, k3, k4 = jax.random.split(key, 4)
@@ -652,7 +658,7 @@ def vcrnn(
       'vcrnn', hidden_size, ElmanState, init_weights, prepare, update,
       soft_update, sharpness=sharpness, epsilon=epsilon,
       scheduler_bias=scheduler_bias, scheduler_init=scheduler_init,
-      hard=hard, block_sizes=sizes, batch_groups=batch_groups,
+      hard=hard, block_sizes=sizes, compact_rows=compact_rows,
       kernel_init=kernel_init, param_dtype=param_dtype)
 
 
@@ -668,11 +674,12 @@ def vcgru(
     scheduler_init: _common.Initializer = jax.nn.initializers.zeros,
     hard: bool = False,
     block_sizes: int | Sequence[int] = 8,
-    batch_groups: int = 1,
+    compact_rows: int | None = None,
     kernel_init: _common.Initializer = _common.default_kernel_init,
     recurrent_init: _common.Initializer = _common.default_recurrent_init,
     bias_init: _common.Initializer = _common.default_bias_init,
     param_dtype: Any = jnp.float32,
+    batch_groups: int | None = None,
 ) -> Cell:
   r"""The Variable Computation GRU, Eq. 7, 11, 12, 14-16 (GRU based).
 
@@ -733,6 +740,8 @@ def vcgru(
   """
   n = hidden_size = check_positive_int('hidden_size', hidden_size)
   sizes = _block_sizes(hidden_size, block_sizes)
+  compact_rows = compaction.deprecated_bucket_count(
+      'vcgru', 'batch_groups', batch_groups, compact_rows)
 
   def init_weights(key):
     k1, k2, k3, k4, k5 = jax.random.split(key, 5)
@@ -780,7 +789,7 @@ def vcgru(
       'vcgru', hidden_size, GRUState, init_weights, prepare, update,
       soft_update, sharpness=sharpness, epsilon=epsilon,
       scheduler_bias=scheduler_bias, scheduler_init=scheduler_init,
-      hard=hard, block_sizes=sizes, batch_groups=batch_groups,
+      hard=hard, block_sizes=sizes, compact_rows=compact_rows,
       kernel_init=kernel_init, param_dtype=param_dtype)
 
 

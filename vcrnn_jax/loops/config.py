@@ -1,0 +1,82 @@
+"""The settings of a halting loop, as one frozen, hashable value.
+
+:class:`LoopConfig` is what :func:`vcrnn_jax.loops.halting_loop` reads, and
+what ACT, PonderNet, the elastic-depth cells, their Flax modules and the
+binaries pass along untouched: a static ``jit`` argument and a Flax field,
+as equinox's ``while_loop`` takes its loop kind and checkpoints as one
+thing. It validates itself when made, so a bad setting fails where it is
+written, not at the first trace. Its fields change the cost of the loop,
+never its values.
+"""
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from vcrnn_jax import compaction
+from vcrnn_jax.core import check_positive_int
+
+
+@dataclasses.dataclass(frozen=True)
+class LoopConfig:
+  """How :func:`vcrnn_jax.loops.halting_loop` runs: the same maths at a
+  different cost.
+
+  Every field changes time or memory only; values and gradients agree up to
+  float rounding (the tests compare each setting against ``kind='scan'``).
+
+  Attributes:
+    kind: ``'while'``: :func:`vcrnn_jax.loops.bounded_while_loop`, whose
+      time and memory follow the steps taken, forward and backward.
+      ``'scan'``: the :func:`vcrnn_jax.loops.masked_scan_loop` reference
+      over ``max_steps``.
+    checkpoints: the carries the ``'while'`` loop saves for its backward
+      pass (memory is independent of ``max_steps``); a compacted stage of
+      ``1/k`` of the rows keeps ``k`` times as many, up to ``max_steps``.
+    save_residuals: with ``'while'``, also save each saved step's
+      linearisation residuals, so the backward pass transposes without
+      re-running steps. Pays for matmul-bound bodies (large hidden size,
+      small batch).
+    compact_rows: with ``'while'`` and a 1-D batch, the smallest batch the
+      still-running rows are gathered into as rows halt (the halving
+      ladder of :mod:`vcrnn_jax.compaction`); None: never compact. Pays
+      when a few rows run far longer than the rest.
+
+  ``LoopConfig('scan')`` and the string ``'scan'`` are the same setting
+  wherever a ``loop`` argument is taken (:func:`as_loop_config`):
+
+  >>> from vcrnn_jax import loops
+  >>> loops.as_loop_config('scan') == loops.LoopConfig('scan')
+  True
+  >>> loops.LoopConfig(checkpoints=4, save_residuals=True) == loops.LoopConfig(
+  ...     kind='while', checkpoints=4, save_residuals=True, compact_rows=None)
+  True
+  >>> loops.LoopConfig('for')
+  Traceback (most recent call last):
+    ...
+  ValueError: loop must be 'while' or 'scan', got 'for'.
+  """
+  kind: str = 'while'
+  checkpoints: int = 8
+  save_residuals: bool = False
+  compact_rows: int | None = None
+
+  def __post_init__(self):
+    if self.kind not in ('while', 'scan'):
+      raise ValueError(f"loop must be 'while' or 'scan', got {self.kind!r}.")
+    check_positive_int('checkpoints', self.checkpoints)
+    if not isinstance(self.save_residuals, (bool, np.bool_)):
+      raise ValueError(
+          f'save_residuals must be a bool, got {self.save_residuals!r}.')
+    compaction.check_compact_rows(self.compact_rows)
+
+
+def as_loop_config(loop: Any) -> LoopConfig:
+  """``loop`` as a :class:`LoopConfig`; a string is its ``kind``."""
+  if isinstance(loop, LoopConfig):
+    return loop
+  if isinstance(loop, str):
+    return LoopConfig(kind=loop)
+  raise ValueError(
+      f"loop must be a LoopConfig, 'while' or 'scan', got {loop!r}.")
