@@ -1,14 +1,17 @@
-"""One short end-to-end run of every experiment binary, in a subprocess."""
+"""Every experiment binary end to end at tiny sizes, run in this process.
+
+``tests/_binaries.run`` parses a binary's flags and runs its ``main`` as the
+command line does (tests/test_smoke.py starts each one as a process once).
+"""
 
 import csv
 import json
 import math
-import os
 import pathlib
+import re
 import shutil
-import subprocess
-import sys
 
+import _binaries
 import numpy as np
 import pytest
 
@@ -33,15 +36,9 @@ RUNS = {
 GOLDEN_CORPUS = b'the quick brown fox jumps over the lazy dog. ' * 200
 
 
-def _run(module, args, tmp_path, cwd=REPO):
-  env = dict(os.environ)
-  env.pop('XLA_FLAGS', None)
-  env['VCRNN_JAX_DATA'] = str(tmp_path / 'cache')
-  env['PYTHONPATH'] = os.pathsep.join(
-      [str(REPO)] + [p for p in [env.get('PYTHONPATH')] if p])
-  return subprocess.run([sys.executable, '-m', f'experiments.{module}', *args],
-                        cwd=cwd, env=env, capture_output=True, text=True,
-                        timeout=300)
+def _run(module, args, tmp_path, cwd=None):
+  return _binaries.run(module, args, cwd=cwd,
+                       env={'VCRNN_JAX_DATA': str(tmp_path / 'cache')})
 
 
 def _metrics(workdir):
@@ -231,19 +228,13 @@ def test_wikipedia_binary_on_a_character_vocabulary_with_a_plot(tmp_path):
   corpus.write_text('žluťoučký kůň úpěl ďábelské ódy.\n' * 300,
                     encoding='utf-8')
   workdir = tmp_path / 'run'
-  env_cfg = tmp_path / 'mpl'
   args = ['--data=text', f'--data_path={corpus}', '--steps=2',
           '--eval_every=2', '--hidden_size=4', '--batch_size=2',
           '--seq_len=8', '--eval_windows=2', '--max_steps=3',
           '--plot_ponder_bytes=20', f'--workdir={workdir}']
-  env = dict(os.environ, MPLCONFIGDIR=str(env_cfg))
-  proc = subprocess.run([sys.executable, '-m', 'experiments.act_wikipedia',
-                         *args], cwd=REPO, env=env, capture_output=True,
-                        text=True, timeout=300)
+  proc = _run('act_wikipedia', args, tmp_path)
   assert proc.returncode == 0, proc.stderr[-3000:]
   assert (workdir / 'ponder_over_text.png').stat().st_size > 0
-  # A fresh font cache is built silently (no "generated new fontManager").
-  assert 'fontManager' not in proc.stderr + proc.stdout
   line = _metrics(workdir)[-1]
   # 26 distinct characters plus <unk>: the vocabulary is the text's.
   assert 0 < line['bpc'] < math.log2(30)
@@ -428,3 +419,21 @@ def test_rehn_binaries_refuse_model_flags_their_cell_ignores(module, args,
   lines = proc.stderr.strip().splitlines()
   assert len(lines) == 1 and f'{flag} is for --cell=' in lines[0], lines
   assert not (tmp_path / 'w').exists()
+
+
+# ----------------------------------------------------------------------------
+# --help.
+
+BINARIES = sorted(p.stem for p in (REPO / 'experiments').glob('[a-z]*.py'))
+
+
+@pytest.mark.parametrize('module', BINARIES)
+def test_help_is_plain_text(module, tmp_path):
+  # The docstrings are Sphinx (the documentation site); --help is for a
+  # terminal: no roles, no double backquotes, no literal-block markers.
+  proc = _run(module, ['--help'], tmp_path)
+  text = proc.stdout
+  assert f'python -m experiments.{module}' in text, text[:500]
+  assert '``' not in text and not re.search(r':\w+:`', text), text
+  assert not re.search(r'::$', text, re.M), text
+  assert '--steps' in text or module == 'family_summary'
