@@ -121,6 +121,14 @@ def test_a_workdir_resumes_only_under_the_flags_that_made_it(tmp_path):
   assert all(0 <= float(r['sequence_error']) <= 1 and float(r['ponder']) >= 1
              for r in rows)
   assert 'difficulty.csv' in proc.stdout.splitlines()[-1]
+  # Fewer steps than the checkpoint holds: one line saying what to do.
+  proc = _run('act_parity', args + ['--steps=4', f'--workdir={workdir}'],
+              tmp_path)
+  assert proc.returncode == 2
+  assert proc.stderr.strip().splitlines() == [
+      f'act_parity: error: {workdir} is already at step 6, beyond '
+      '--steps=4: rerun with --steps=6 to evaluate that checkpoint only '
+      '(more to train on), or pass another --workdir.']
   # The loop-cost diagnostic reads the same run through its flags.json.
   from benchmarks import ponder_tail
   stats = ponder_tail.main([f'--workdir={workdir}', '--batches=3',
