@@ -3,11 +3,10 @@
 import csv
 import fractions
 import math
-import os
 import pathlib
-import subprocess
 import sys
 
+import _binaries
 import numpy as np
 import pytest
 
@@ -17,7 +16,6 @@ from vcrnn_jax.papers.act import sweep as act_sweep
 from vcrnn_jax.papers.rehn import plots as rehn_plots
 from vcrnn_jax.training.train import TrainingDiverged
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
 PNG_MAGIC = b'\x89PNG\r\n\x1a\n'
 # A tiny parity sweep: 2 taus x 2 seeds + a baseline per seed = 6 runs. Two
 # evaluations per run, so that a run can resume from its mid checkpoint.
@@ -27,23 +25,11 @@ TINY = ['--task=parity', '--bits=8', '--hidden_size=8', '--batch_size=16',
         '--quiet']
 
 
-def _env():
-  env = dict(os.environ)
-  env.pop('XLA_FLAGS', None)       # One CPU device, as a user would have.
-  env['JAX_PLATFORMS'] = 'cpu'     # Skips probing for accelerators.
-  return env
-
-
-def _popen(args):
-  return subprocess.Popen(
-      [sys.executable, '-m', 'experiments.act_sweep', *args], cwd=REPO,
-      env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def _run(args, timeout=300):
-  proc = _popen(args)
-  out, err = proc.communicate(timeout=timeout)
-  return proc.returncode, out, err
+def _run(args):
+  # In this process, whose own compilation cache serves (the smoke run in
+  # tests/test_smoke.py keeps the sweep's default, <workdir>/jax_cache).
+  proc = _binaries.run('act_sweep', [*args, '--compilation_cache='])
+  return proc.returncode, proc.stdout, proc.stderr
 
 
 def _csv(path):
@@ -310,11 +296,9 @@ def test_sweep_binary_bad_flags_give_one_line_errors(tmp_path):
       (['--task=sort', '--layout=random'], '--layout applies to --task=parity'),
       (['--plot_only'], 'no parity rows'),
   ]
-  # Started together: most of each one's time is importing JAX.
-  procs = [_popen(args + [f'--workdir={tmp_path / "w"}']) for args, _ in cases]
-  for proc, (args, needle) in zip(procs, cases):
-    _, err = proc.communicate(timeout=300)
-    assert proc.returncode != 0, args
+  for args, needle in cases:
+    rc, _, err = _run(args + [f'--workdir={tmp_path / "w"}'])
+    assert rc != 0, args
     lines = err.strip().splitlines()
     assert len(lines) == 1, (args, err)
     assert needle in lines[0] and 'Traceback' not in err, (args, err)
