@@ -7,6 +7,7 @@ would (the same command with --coordinator_address, --num_processes and
 """
 
 import json
+from multiprocessing import connection
 import pathlib
 import signal
 import socket
@@ -178,6 +179,27 @@ def test_two_handles_share_no_state(tmp_path):
   # Each handle numbers its own agreements.
   assert first.agree('a', '1') == ['1'] and second.agree('a', '2') == ['2']
   assert first.is_chief() and first.is_multiprocess()
+
+
+def test_the_store_of_process_0_serves_its_peers():
+  # Process 0's store and two peers' connections to it, on localhost.
+  store = distributed._Store()
+  peers = [distributed._StoreClient(('127.0.0.1', store.port), store.authkey)
+           for _ in range(2)]
+  peers[0].key_value_set('vcrnn_jax/beat/1', '0')
+  store.key_value_set('vcrnn_jax/beat/0', '3', allow_overwrite=True)
+  peers[1].key_value_set('vcrnn_jax/abort/2', 'gone')
+  peers[0].key_value_set('vcrnn_jax/beat/1', '1', allow_overwrite=True)
+  assert sorted(peers[1].key_value_dir_get('vcrnn_jax/beat/')) == [
+      ('vcrnn_jax/beat/0', '3'), ('vcrnn_jax/beat/1', '1')]
+  assert store.key_value_dir_get('vcrnn_jax/abort/') == [
+      ('vcrnn_jax/abort/2', 'gone')]
+  # A handle over the store agrees as over JAX's (one process of one).
+  run = distributed._MultiProcess(distributed._Run(store, 0, 1, 'here', ''))
+  assert run.agree('a', 'x') == ['x']
+  # Only a process holding the key is served.
+  with pytest.raises(connection.AuthenticationError):
+    distributed._StoreClient(('127.0.0.1', store.port), b'not the key')
 
 
 def test_the_timeouts_this_jax_takes():
