@@ -9,6 +9,9 @@ tiny sizes. Corpora are small stand-ins in each corpus's published layout
 SIGKILL, eight-device and two-process tests instead.
 """
 
+import json
+import math
+
 import _binaries
 import pytest
 import test_family_summary
@@ -101,11 +104,11 @@ def test_binary_trains_as_a_user_runs_it(module, tmp_path):
     assert any((workdir / 'jax_cache').iterdir())
 
 
-def test_wikipedia_plots_with_a_fresh_font_cache(tmp_path):
+def test_wikipedia_on_characters_plots_with_a_fresh_font_cache(tmp_path):
   # A first matplotlib import builds its font cache silently (no "generated
   # new fontManager" line): a new process with its own config folder.
   corpus = tmp_path / 'corpus.txt'
-  corpus.write_text('žluťoučký kůň úpěl ďábelské ódy.\n' * 100,
+  corpus.write_text('žluťoučký kůň úpěl ďábelské ódy.\n' * 300,
                     encoding='utf-8')
   workdir = tmp_path / 'run'
   proc = _binaries.run('act_wikipedia', [
@@ -116,6 +119,9 @@ def test_wikipedia_plots_with_a_fresh_font_cache(tmp_path):
   assert proc.returncode == 0, proc.stderr[-3000:]
   assert (workdir / 'ponder_over_text.png').stat().st_size > 0
   assert 'fontManager' not in proc.stderr + proc.stdout
+  line = json.loads((workdir / 'metrics.jsonl').read_text().splitlines()[-1])
+  # 25 distinct characters and <unk>: the vocabulary is the text's.
+  assert 0 < line['bpc'] < math.log2(30)
 
 
 def test_summary_of_runs(tmp_path):
