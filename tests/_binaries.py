@@ -37,9 +37,8 @@ class Result:
 
 
 def environment(env=None) -> dict:
-  """The environment of a binary's process: this one's, one CPU device."""
+  """The environment of a binary's process: this one's, and ``env``."""
   full = dict(os.environ)
-  full.pop('XLA_FLAGS', None)        # One CPU device, as a user would have.
   full.update(env or {})
   full['PYTHONPATH'] = os.pathsep.join(
       [str(REPO)] + [p for p in [full.get('PYTHONPATH')] if p])

@@ -5,6 +5,7 @@ The binary runs in this process (tests/_binaries.py); the two tests marked
 """
 
 import json
+import os
 import pathlib
 import signal
 import subprocess
@@ -200,7 +201,8 @@ def test_binary_eight_devices_equal_one_device(tmp_path):
   assert one.returncode == 0, one.stderr[-2000:]
   eight = _binaries.run(
       'act_parity', args + [f'--workdir={tmp_path / "eight"}'], process=True,
-      env={'XLA_FLAGS': '--xla_force_host_platform_device_count=8'})
+      env={'XLA_FLAGS': os.environ['XLA_FLAGS']
+           + ' --xla_force_host_platform_device_count=8'})
   assert eight.returncode == 0, eight.stderr[-2000:]
   assert '8 x cpu' in eight.stdout and '1 x cpu' in one.stdout
   _, p1 = _final_params(tmp_path / 'one')
