@@ -4,7 +4,9 @@ Each synthetic-task binary defines its task's own flags, calls
 :func:`define_flags` with ``act_tasks.PAPER_SETTINGS[task]`` and passes its
 task's arguments to :func:`main`; ``act_wikipedia`` uses the model flags only
 (``task_flags=False``); ``act_sweep`` defines them with no defaults
-(``settings=None``: each task's paper value).
+(``settings=None``: each task's paper value). :func:`sweep_config` is the one
+mapping from these flags to a run's configuration (task, model, training),
+for the task binaries and the sweep alike.
 """
 
 from collections.abc import Mapping
@@ -14,7 +16,7 @@ from typing import Any
 from absl import flags
 
 from experiments import _common
-from vcrnn_jax import loops, tasks
+from vcrnn_jax import loops
 from vcrnn_jax.files import atomic_write
 from vcrnn_jax.papers.act import sweep as act_sweep
 from vcrnn_jax.papers.act import tasks as act_tasks
@@ -109,9 +111,36 @@ def model_config() -> act_tasks.ModelConfig:
           compact_rows=FLAGS.compact_rows or None))
 
 
-def train_config(name: str) -> TrainConfig:
-  """The training configuration the flags describe."""
-  return _common.train_config(f'{name} (act={FLAGS.act}, tau={FLAGS.tau:g})')
+def train_config(name: str, **overrides) -> TrainConfig:
+  """The training configuration the flags describe (``overrides`` win)."""
+  return _common.train_config(f'{name} (act={FLAGS.act}, tau={FLAGS.tau:g})',
+                              **overrides)
+
+
+def sweep_config(task: str, task_kwargs: Mapping[str, Any] | None = None, *,
+                 name: str | None = None, difficulties=None,
+                 **train_overrides) -> act_sweep.SweepConfig:
+  """The task, model and training the flags describe for synthetic ``task``.
+
+  A flag left unset (``act_sweep``'s, defined without defaults) takes the
+  paper's value for the task (``act_tasks.PAPER_SETTINGS``); the task
+  binaries' flags default to those values already.
+
+  Args:
+    task: one of ``act_tasks.TASKS``.
+    task_kwargs: the task arguments its flags give.
+    name: the binary, which labels the progress bar (default: ``task``).
+    difficulties: those of the per-difficulty evaluation (default: all).
+    **train_overrides: :class:`TrainConfig` fields the caller sets.
+  """
+  for setting, value in act_tasks.PAPER_SETTINGS[task].items():
+    if setting in FLAGS and FLAGS[setting].value is None:
+      FLAGS.set_default(setting, value)
+  return act_sweep.SweepConfig(
+      act_tasks.task_config(task, task_kwargs, difficulties=difficulties),
+      model_config(),
+      train_config(name or task, **train_overrides),
+      eval_batch_size=FLAGS.eval_batch_size)
 
 
 def workdir(name: str) -> pathlib.Path:
@@ -125,17 +154,16 @@ def define_workdir(name: str) -> None:
                          'flag that defines the run')
 
 
-def report_difficulty(task_name: str, task_kwargs: Mapping[str, Any], model,
-                      params, path: pathlib.Path) -> list[dict]:
+def report_difficulty(task: act_tasks.TaskConfig, model, params,
+                      path: pathlib.Path) -> list[dict]:
   """Sequence error and ponder per difficulty; printed and written to ``path``.
 
-  Uses the difficulties and sequence length of the paper's figures, as
-  ``act_sweep`` does (e.g. logic at length 5, Fig. 10).
+  At the task's difficulties and sequence length, those of the paper's
+  figures (e.g. logic at length 5, Fig. 10), as ``act_sweep`` reports them.
   """
-  config = act_sweep.default_config(task_name, task_kwargs=task_kwargs)
   rows = act_tasks.evaluate_by_difficulty(
-      tasks.get(task_name, **task_kwargs), model, params, config.difficulties,
-      batch_size=FLAGS.eval_batch_size, seq_len=config.difficulty_seq_len)
+      task.build(), model, params, task.difficulties,
+      batch_size=FLAGS.eval_batch_size, seq_len=task.difficulty_seq_len)
   fields = list(rows[0])
   lines = [','.join(fields)] + [','.join(str(r[k]) for k in fields)
                                 for r in rows]
@@ -155,16 +183,15 @@ def main(name: str, task_name: str, task_kwargs: Mapping[str, Any],
   ``processes`` is the run's handle, what :func:`_common.run` passes to the
   binary's ``main``.
   """
-  model = model_config()
-  task = tasks.get(task_name, **task_kwargs)   # Bad task flags fail first.
+  config = sweep_config(task_name, task_kwargs, name=name)  # Bad flags fail.
   experiment = act_tasks.task_experiment(
-      task, model, batch_size=FLAGS.batch_size,
-      eval_batch_size=FLAGS.eval_batch_size, eval_batches=FLAGS.eval_batches)
+      config.task.build(), config.model, batch_size=config.train.batch_size,
+      eval_batch_size=config.eval_batch_size, eval_batches=FLAGS.eval_batches)
   run_dir = workdir(name)
-  result = _common.train(experiment, train_config(name), run_dir,
+  result = _common.train(experiment, config.train, run_dir,
                          processes=processes)
   # Process 0 alone reports (the others wait for it at the end of the run).
   if FLAGS.difficulty_report and processes.is_chief():
-    report_difficulty(task_name, task_kwargs, model, result.params,
+    report_difficulty(config.task, config.model, result.params,
                       run_dir / 'difficulty.csv')
   return result

@@ -14,12 +14,14 @@ a run, recorded in ``<workdir>/flags.json`` with the first checkpoint, and
 resuming it under other run-defining flags is refused.
 """
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+import functools
 import json
 import logging
 import math
 import os
 import pathlib
+import re
 import sys
 import time
 import traceback
@@ -46,7 +48,10 @@ FLAGS = flags.FLAGS
 
 
 def _prog() -> str:
-  return os.path.basename(sys.argv[0]).replace('.py', '') or 'experiment'
+  # sys.argv[0] is the binary's file, or its module name when a test runs it
+  # in its own process (absl names the main module's flags by sys.argv[0]).
+  name = os.path.basename(sys.argv[0]).removesuffix('.py')
+  return name.rpartition('.')[2] or 'experiment'
 
 
 def _error_prefix() -> str:
@@ -74,7 +79,35 @@ def fail(message: str, status: int = 2, *, everywhere: bool = False,
   sys.exit(status)
 
 
+_ROLE = re.compile(r':[\w:]+:`([^`]+)`')
+
+
+def _role_text(match: re.Match) -> str:
+  text = match.group(1)
+  if text.endswith('>') and '<' in text:       # :role:`title <target>`
+    return text[:text.index('<')].rstrip()
+  return text[1:].rpartition('.')[2] if text.startswith('~') else text
+
+
+def plain_text(doc: str) -> str:
+  """A docstring written for Sphinx as plain text, for ``--help``.
+
+  A role (``:mod:`a.b```) becomes its text (``~a.b``: ``b``; ``title
+  <target>``: the title), a literal loses its double backquotes and the
+  ``::`` that introduces a literal block becomes ``:`` after a word and
+  nothing after a space, as Sphinx renders them. The docstrings stay Sphinx
+  for the documentation site.
+  """
+  doc = _ROLE.sub(_role_text, doc).replace('``', '')
+  doc = re.sub(r'(\S)::$', r'\1:', doc, flags=re.M)
+  return re.sub(r'\s*::$', '', doc, flags=re.M)
+
+
 def _parse(argv):
+  # --help prints the main module's docstring: plain text on a terminal.
+  main = sys.modules.get('__main__')
+  if getattr(main, '__doc__', None):
+    main.__doc__ = plain_text(main.__doc__)
   try:
     return FLAGS(argv)
   except flags.Error as e:
@@ -106,31 +139,43 @@ def run(main: Callable) -> None:
   ``argv`` (positional arguments are refused), and passes it to
   :func:`train`, :func:`write_results` and whatever else needs it.
   """
+  app.run(functools.partial(_guarded, main), flags_parser=_parse)
+
+
+def run_in_process(main: Callable, argv: Sequence[str]) -> None:
+  """What :func:`run` does once absl's app has started, in this process.
+
+  Parses ``argv`` (its first item the program) into the flags, then runs
+  ``main`` as :func:`run` does: an error ends in one line on stderr and
+  ``SystemExit``. absl's app starts once per process; tests run binaries
+  through this instead.
+  """
+  _guarded(main, _parse(list(argv)))
+
+
+def _guarded(main: Callable, argv: Sequence[str]) -> None:
   # JAX logs at INFO that it found no TPU; the console is for the progress bar.
   logging.getLogger('jax._src.xla_bridge').setLevel(logging.WARNING)
-
-  def guarded(argv):
-    # This process alone until the others have joined.
-    processes = distributed.LOCAL
-    if len(argv) > 1:
-      fail(f'unexpected positional arguments: {" ".join(argv[1:])}',
-           processes=processes)
-    try:
-      processes = _start_processes()
-      _check_processes(processes)
-      main(processes)
-      processes.finish()
-    except distributed.AgreedError as e:
-      fail(_first_line(e), everywhere=True, processes=processes)
-    except TrainingDiverged as e:
-      # The loss is the same on every process: all of them stop here.
-      fail(str(e), status=1, everywhere=True, processes=processes)
-    except KeyboardInterrupt:
-      fail('interrupted; rerun the same command to resume from the last '
-           'checkpoint.', status=130, processes=processes)
-    except Exception as e:  # pylint: disable=broad-exception-caught
-      _error(e, processes)
-  app.run(guarded, flags_parser=_parse)
+  # This process alone until the others have joined.
+  processes = distributed.LOCAL
+  if len(argv) > 1:
+    fail(f'unexpected positional arguments: {" ".join(argv[1:])}',
+         processes=processes)
+  try:
+    processes = _start_processes()
+    _check_processes(processes)
+    main(processes)
+    processes.finish()
+  except distributed.AgreedError as e:
+    fail(_first_line(e), everywhere=True, processes=processes)
+  except TrainingDiverged as e:
+    # The loss is the same on every process: all of them stop here.
+    fail(str(e), status=1, everywhere=True, processes=processes)
+  except KeyboardInterrupt:
+    fail('interrupted; rerun the same command to resume from the last '
+         'checkpoint.', status=130, processes=processes)
+  except Exception as e:  # pylint: disable=broad-exception-caught
+    _error(e, processes)
 
 
 def _error(e: Exception, processes: distributed.Processes) -> None:

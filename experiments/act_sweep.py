@@ -59,13 +59,14 @@ from vcrnn_jax import tasks
 from vcrnn_jax.analysis import sweep
 from vcrnn_jax.papers.act import plots
 from vcrnn_jax.papers.act import sweep as act_sweep
+from vcrnn_jax.papers.act import tasks as act_tasks
 
 _TASK_LINE = '; '.join(
     f'{name}: {d["cell"]} {d["hidden_size"]}, batch {d["batch_size"]}, '
     f'M={d["max_steps"]}, {d["steps"]} steps'
-    for name, d in act_sweep.TASK_DEFAULTS.items())
+    for name, d in act_tasks.PAPER_SETTINGS.items())
 
-flags.DEFINE_enum('task', 'parity', list(act_sweep.TASKS), 'Synthetic task of '
+flags.DEFINE_enum('task', 'parity', list(act_tasks.TASKS), 'Synthetic task of '
                   'ACT Section 3.1-3.4; it sets the defaults of the model '
                   f'and training flags below ({_TASK_LINE}).')
 flags.DEFINE_string('taus', 'paper', "Time penalties tau (Eq. 12): "
@@ -162,25 +163,8 @@ def main(processes):
                      f'only, not --task={FLAGS.task}.')
   difficulties = (sweep.parse_ints('difficulties', FLAGS.difficulties, low=1)
                   if FLAGS.difficulties else None)
-  config = act_sweep.default_config(
-      FLAGS.task,
-      task_kwargs=parity_kwargs or None,
-      cell=FLAGS.cell, hidden_size=FLAGS.hidden_size,
-      max_steps=FLAGS.max_steps, epsilon=FLAGS.epsilon,
-      halting_bias=FLAGS.halting_bias, loop=FLAGS.loop,
-      compact_rows=FLAGS.compact_rows, ponder_slots=FLAGS.ponder_slots,
-      save_residuals=FLAGS.save_residuals, steps=FLAGS.steps,
-      batch_size=FLAGS.batch_size, learning_rate=FLAGS.learning_rate,
-      optimizer=FLAGS.optimizer, momentum=FLAGS.momentum,
-      weight_decay=FLAGS.weight_decay, lr_decay=FLAGS.lr_decay,
-      lr_decay_every=FLAGS.lr_decay_every,
-      lr_decay_start=(FLAGS.lr_decay_start if FLAGS.lr_decay_start is not None
-                      else FLAGS.lr_decay_every),
-      eval_every=FLAGS.eval_every, checkpoint_every=FLAGS.checkpoint_every,
-      keep_checkpoints=FLAGS.keep_checkpoints,
-      grad_clip_norm=FLAGS.grad_clip_norm,
-      eval_batch_size=FLAGS.eval_batch_size, difficulties=difficulties,
-      quiet=FLAGS.quiet)
+  config = _act.sweep_config(FLAGS.task, parity_kwargs or None,
+                             difficulties=difficulties, quiet=FLAGS.quiet)
   cache = (workdir / 'jax_cache' if FLAGS.compilation_cache is None
            else FLAGS.compilation_cache)
   if cache:

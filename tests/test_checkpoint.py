@@ -267,6 +267,7 @@ def _run_python(code: str, *args: str, env=None):
       env=env, capture_output=True, text=True, timeout=120, check=False)
 
 
+@pytest.mark.slow
 def test_killed_before_commit_is_never_restored(tmp_path):
   # The child writes step 200 completely and dies just before Orbax renames
   # the temporary directory to its final name (the commit point).
@@ -298,6 +299,7 @@ def test_killed_before_commit_is_never_restored(tmp_path):
   assert os.listdir(tmp_path) == ['100']
 
 
+@pytest.mark.slow
 def test_restores_in_one_device_process_what_eight_devices_saved(tmp_path):
   code = """
       import sys

@@ -1,49 +1,29 @@
 """Several processes on one machine: jax.distributed over localhost (gloo).
 
-Every test here starts experiment binaries as separate processes, the way a
-user would (the same command with --coordinator_address, --num_processes and
+The settings and the handles are tested in this process; the tests marked
+``slow`` start experiment binaries as separate processes, the way a user
+would (the same command with --coordinator_address, --num_processes and
 --process_id), in a shared temporary workdir.
 """
 
 import json
-import os
+from multiprocessing import connection
 import pathlib
 import signal
 import socket
 import subprocess
-import sys
 import time
 
+import _binaries
 import numpy as np
 import pytest
 
 from vcrnn_jax.training import distributed
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
 PARITY = ['--bits=8', '--hidden_size=8', '--batch_size=16', '--max_steps=5',
           '--eval_batch_size=32', '--learning_rate=0.01']
 # Metrics that measure time, not maths.
 CLOCKS = ('time', 'steps_per_sec')
-
-
-@pytest.fixture(autouse=True, scope='module')
-def _compilation_cache(tmp_path_factory):
-  # A resumed run (and the second process of a pair) compiles the programs
-  # the first one compiled: JAX's persistent cache saves those seconds.
-  cache = tmp_path_factory.mktemp('jax_cache')
-  old = {k: os.environ.get(k) for k in _CACHE_ENV}
-  os.environ.update({'JAX_COMPILATION_CACHE_DIR': str(cache),
-                     'JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS': '0'})
-  yield
-  for k, v in old.items():
-    if v is None:
-      os.environ.pop(k, None)
-    else:
-      os.environ[k] = v
-
-
-_CACHE_ENV = ('JAX_COMPILATION_CACHE_DIR',
-              'JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS')
 
 
 def _free_port() -> int:
@@ -56,17 +36,12 @@ class Run:
   """One process of a binary, its output in files (a pipe could fill up)."""
 
   def __init__(self, module, args, tmp_path, name):
-    env = dict(os.environ)
-    env.pop('XLA_FLAGS', None)
-    env['VCRNN_JAX_DATA'] = str(tmp_path / 'cache')
-    env['PYTHONPATH'] = os.pathsep.join(
-        [str(REPO)] + [p for p in [env.get('PYTHONPATH')] if p])
     self.out = tmp_path / f'{name}.out'
     self.err = tmp_path / f'{name}.err'
     with open(self.out, 'w') as out, open(self.err, 'w') as err:
-      self.proc = subprocess.Popen(
-          [sys.executable, '-m', f'experiments.{module}', *args], cwd=REPO,
-          env=env, stdout=out, stderr=err)
+      self.proc = _binaries.start(
+          module, args, env={'VCRNN_JAX_DATA': str(tmp_path / 'cache')},
+          stdout=out, stderr=err)
     self.ended = None
 
   def poll(self):
@@ -206,6 +181,27 @@ def test_two_handles_share_no_state(tmp_path):
   assert first.is_chief() and first.is_multiprocess()
 
 
+def test_the_store_of_process_0_serves_its_peers():
+  # Process 0's store and two peers' connections to it, on localhost.
+  store = distributed._Store()
+  peers = [distributed._StoreClient(('127.0.0.1', store.port), store.authkey)
+           for _ in range(2)]
+  peers[0].key_value_set('vcrnn_jax/beat/1', '0')
+  store.key_value_set('vcrnn_jax/beat/0', '3', allow_overwrite=True)
+  peers[1].key_value_set('vcrnn_jax/abort/2', 'gone')
+  peers[0].key_value_set('vcrnn_jax/beat/1', '1', allow_overwrite=True)
+  assert sorted(peers[1].key_value_dir_get('vcrnn_jax/beat/')) == [
+      ('vcrnn_jax/beat/0', '3'), ('vcrnn_jax/beat/1', '1')]
+  assert store.key_value_dir_get('vcrnn_jax/abort/') == [
+      ('vcrnn_jax/abort/2', 'gone')]
+  # A handle over the store agrees as over JAX's (one process of one).
+  run = distributed._MultiProcess(distributed._Run(store, 0, 1, 'here', ''))
+  assert run.agree('a', 'x') == ['x']
+  # Only a process holding the key is served.
+  with pytest.raises(connection.AuthenticationError):
+    distributed._StoreClient(('127.0.0.1', store.port), b'not the key')
+
+
 def test_the_timeouts_this_jax_takes():
   kwargs = distributed._initialize_kwargs(5)
   assert kwargs.get('initialization_timeout', 65) > 5
@@ -215,19 +211,21 @@ def test_the_timeouts_this_jax_takes():
 # Two processes.
 
 
+@pytest.mark.slow
 def test_two_processes_train_as_one_survive_a_kill_and_resume(tmp_path):
   # act_parity in one shared workdir, on its way to a step it never reaches:
   # process 1 is killed (SIGKILL) after the evaluation and checkpoint at step
   # 100 (the train_* metrics average the steps since the last evaluation this
   # process ran: resuming at an evaluation keeps them comparable). Then the
-  # same command, with --steps=200 (a resumable flag), finishes the run.
+  # same command, with --steps=200 (a resumable flag), finishes the run, with
+  # the metrics of one process (run here meanwhile).
   args = PARITY + ['--eval_every=100']
-  one = Run('act_parity', args + ['--steps=200',
-                                  f'--workdir={tmp_path / "one"}'],
-            tmp_path, 'one')
   shared = tmp_path / 'shared'
   two = _start('act_parity', args + ['--steps=100000', f'--workdir={shared}'],
                tmp_path, 'two')
+  one = _binaries.run('act_parity', args + [
+      '--steps=200', f'--workdir={tmp_path / "one"}'])
+  assert one.returncode == 0, one.stderr[-3000:]
   deadline = time.monotonic() + 240
   while time.monotonic() < deadline and two[1].poll() is None:
     if _checkpoints(shared):
@@ -247,7 +245,7 @@ def test_two_processes_train_as_one_survive_a_kill_and_resume(tmp_path):
   # The same command again resumes from the last checkpoint: nothing lost.
   again = _start('act_parity', args + ['--steps=200', f'--workdir={shared}'],
                  tmp_path, 'again')
-  _all_ok(again + [one])
+  _all_ok(again)
   assert 'Resumed from step' in again[0].stdout + again[0].stderr
   assert '2 x cpu' in again[0].stdout and '1 x cpu' in one.stdout
   # Process 0 alone reports.
@@ -257,27 +255,7 @@ def test_two_processes_train_as_one_survive_a_kill_and_resume(tmp_path):
   assert json.loads((shared / 'flags.json').read_text())['bits'] == 8
 
 
-def test_two_processes_resume_a_language_model(tmp_path):
-  corpus = tmp_path / 'corpus.txt'
-  corpus.write_text('the quick brown fox jumps over the lazy dog.\n' * 100,
-                    encoding='utf-8')
-  args = ['--data=text', f'--data_path={corpus}', '--eval_every=5',
-          '--hidden_size=4', '--batch_size=4', '--seq_len=8',
-          '--eval_windows=2', '--max_steps=3', '--learning_rate=0.01']
-  one = Run('act_wikipedia', args + ['--steps=10',
-                                     f'--workdir={tmp_path / "one"}'],
-            tmp_path, 'one')
-  shared = tmp_path / 'shared'
-  first = _start('act_wikipedia', args + ['--steps=5', f'--workdir={shared}'],
-                 tmp_path, 'first')
-  _all_ok(first)
-  then = _start('act_wikipedia', args + ['--steps=10', f'--workdir={shared}'],
-                tmp_path, 'then')
-  _all_ok(then + [one])
-  assert 'Resumed from step 5' in then[0].stdout + then[0].stderr
-  _assert_same_metrics(_metrics(shared), _metrics(tmp_path / 'one'))
-
-
+@pytest.mark.slow
 def test_bad_runs_of_two_processes_end_in_one_line_each(tmp_path):
   # All at once: each pair fails before training.
   args = PARITY + ['--steps=20', '--eval_every=10']

@@ -1,14 +1,16 @@
-"""One short end-to-end run of every experiment binary, in a subprocess."""
+"""Every experiment binary end to end at tiny sizes, run in this process.
+
+``tests/_binaries.run`` parses a binary's flags and runs its ``main`` as the
+command line does (tests/test_smoke.py starts each one as a process once).
+"""
 
 import csv
 import json
-import math
-import os
 import pathlib
+import re
 import shutil
-import subprocess
-import sys
 
+import _binaries
 import numpy as np
 import pytest
 
@@ -33,15 +35,9 @@ RUNS = {
 GOLDEN_CORPUS = b'the quick brown fox jumps over the lazy dog. ' * 200
 
 
-def _run(module, args, tmp_path, cwd=REPO):
-  env = dict(os.environ)
-  env.pop('XLA_FLAGS', None)
-  env['VCRNN_JAX_DATA'] = str(tmp_path / 'cache')
-  env['PYTHONPATH'] = os.pathsep.join(
-      [str(REPO)] + [p for p in [env.get('PYTHONPATH')] if p])
-  return subprocess.run([sys.executable, '-m', f'experiments.{module}', *args],
-                        cwd=cwd, env=env, capture_output=True, text=True,
-                        timeout=300)
+def _run(module, args, tmp_path, cwd=None):
+  return _binaries.run(module, args, cwd=cwd,
+                       env={'VCRNN_JAX_DATA': str(tmp_path / 'cache')})
 
 
 def _metrics(workdir):
@@ -95,20 +91,20 @@ def test_a_checkpoint_from_before_the_training_stack_restores(tmp_path):
 
 def test_a_workdir_resumes_only_under_the_flags_that_made_it(tmp_path):
   # The default workdir names the non-default flags (relative to the cwd).
-  args = COMMON + ['--bits=8', '--layout=random']
+  args = COMMON + ['--bits=4', '--layout=random']
   proc = _run('act_parity', args, tmp_path, cwd=tmp_path)
   assert proc.returncode == 0, proc.stderr[-3000:]
   workdir = (tmp_path / 'runs' / 'act_parity' / 'act=true_tau=0.01_seed=0_'
-             'batch_size=4_bits=8_hidden_size=8_layout=random')
+             'batch_size=4_bits=4_hidden_size=8_layout=random')
   assert [l['step'] for l in _metrics(workdir)] == [2, 4]
   assert json.loads((workdir / 'flags.json').read_text())['layout'] == 'random'
   # Another task in the same folder is refused in one line.
-  proc = _run('act_parity', args[:-1] + ['--bits=9', f'--workdir={workdir}'],
+  proc = _run('act_parity', args[:-1] + ['--bits=5', f'--workdir={workdir}'],
               tmp_path)
   assert proc.returncode == 2
   assert proc.stderr.strip().splitlines() == [
-      f'act_parity: error: {workdir} holds a run with --bits=8, --layout='
-      'random, not --bits=9, --layout=prefix: rerun with those flags to '
+      f'act_parity: error: {workdir} holds a run with --bits=4, --layout='
+      'random, not --bits=5, --layout=prefix: rerun with those flags to '
       'resume it, or pass another --workdir.']
   # Training longer, evaluating differently and reporting by difficulty (the
   # Fig. 6 points) is a resume.
@@ -120,10 +116,18 @@ def test_a_workdir_resumes_only_under_the_flags_that_made_it(tmp_path):
   assert [l['step'] for l in _metrics(workdir)] == [2, 4, 6]
   with open(workdir / 'difficulty.csv') as f:
     rows = list(csv.DictReader(f))
-  assert [int(r['difficulty']) for r in rows] == list(range(1, 9))
+  assert [int(r['difficulty']) for r in rows] == list(range(1, 5))
   assert all(0 <= float(r['sequence_error']) <= 1 and float(r['ponder']) >= 1
              for r in rows)
   assert 'difficulty.csv' in proc.stdout.splitlines()[-1]
+  # Fewer steps than the checkpoint holds: one line saying what to do.
+  proc = _run('act_parity', args + ['--steps=4', f'--workdir={workdir}'],
+              tmp_path)
+  assert proc.returncode == 2
+  assert proc.stderr.strip().splitlines() == [
+      f'act_parity: error: {workdir} is already at step 6, beyond '
+      '--steps=4: rerun with --steps=6 to evaluate that checkpoint only '
+      '(more to train on), or pass another --workdir.']
   # The loop-cost diagnostic reads the same run through its flags.json.
   from benchmarks import ponder_tail
   stats = ponder_tail.main([f'--workdir={workdir}', '--batches=3',
@@ -188,10 +192,8 @@ def test_a_run_that_failed_before_its_first_checkpoint_does_not_lock_it(
   other = tmp_path / 'other'
   other.mkdir()
   (other / 'flags.json').write_text('{"tau": 0.5}\n')
-  proc = _run('act_parity', ['--steps=2', '--eval_every=2', '--bits=4',
-                             '--hidden_size=4', '--batch_size=4',
-                             '--eval_batch_size=8', f'--workdir={other}'],
-              tmp_path)
+  proc = _run('act_wikipedia', args[:-1] + [f'--data_path={corpus}',
+                                            f'--workdir={other}'], tmp_path)
   assert proc.returncode == 0, proc.stderr[-3000:]
   assert json.loads((other / 'flags.json').read_text())['tau'] == 0.01
 
@@ -224,29 +226,6 @@ def test_wikipedia_help_lists_only_the_flags_it_uses(tmp_path):
   for unused in ('--difficulty_report', '--eval_batch_size',
                  '--eval_batches'):
     assert unused not in text
-
-
-def test_wikipedia_binary_on_a_character_vocabulary_with_a_plot(tmp_path):
-  corpus = tmp_path / 'corpus.txt'
-  corpus.write_text('žluťoučký kůň úpěl ďábelské ódy.\n' * 300,
-                    encoding='utf-8')
-  workdir = tmp_path / 'run'
-  env_cfg = tmp_path / 'mpl'
-  args = ['--data=text', f'--data_path={corpus}', '--steps=2',
-          '--eval_every=2', '--hidden_size=4', '--batch_size=2',
-          '--seq_len=8', '--eval_windows=2', '--max_steps=3',
-          '--plot_ponder_bytes=20', f'--workdir={workdir}']
-  env = dict(os.environ, MPLCONFIGDIR=str(env_cfg))
-  proc = subprocess.run([sys.executable, '-m', 'experiments.act_wikipedia',
-                         *args], cwd=REPO, env=env, capture_output=True,
-                        text=True, timeout=300)
-  assert proc.returncode == 0, proc.stderr[-3000:]
-  assert (workdir / 'ponder_over_text.png').stat().st_size > 0
-  # A fresh font cache is built silently (no "generated new fontManager").
-  assert 'fontManager' not in proc.stderr + proc.stdout
-  line = _metrics(workdir)[-1]
-  # 26 distinct characters plus <unk>: the vocabulary is the text's.
-  assert 0 < line['bpc'] < math.log2(30)
 
 
 @pytest.mark.parametrize('ponder', [1, 2, 3, 12, 60])
@@ -388,29 +367,26 @@ def test_rehn_har_trains_two_elastic_layers_and_plots(tmp_path,
 
 
 def test_rehn_ptb_trains_a_tied_language_model(tmp_path, shared_data_dir):
+  # --plot_words=0 (its help: "no plots") is accepted and draws nothing.
   workdir = tmp_path / 'ptb'
-  proc = _run('rehn_ptb', [f'--data_dir={shared_data_dir}', '--hidden_size=8',
-                           '--max_depth=2', '--steps=2', '--eval_every=2',
-                           '--plot_words=10', f'--workdir={workdir}'],
-              tmp_path)
+  args = [f'--data_dir={shared_data_dir}', '--hidden_size=8', '--max_depth=2',
+          '--steps=2', '--eval_every=2', f'--workdir={workdir}']
+  proc = _run('rehn_ptb', args + ['--plot_words=0'], tmp_path)
   assert proc.returncode == 0, proc.stderr[-3000:]
+  assert not list(workdir.glob('*.png'))
   line = _metrics(workdir)[-1]
   assert 1000 < line['perplexity'] < 20000 and 0 <= line['depth'] <= 2
   assert 'test perplexity' in proc.stdout
-  assert (workdir / 'depth_by_word.png').stat().st_size > 0
   flags = json.loads((workdir / 'flags.json').read_text())
   assert flags['optimizer'] == 'sgd' and flags['lr_decay'] == 1 / 1.02
   out = json.loads((workdir / 'results.json').read_text())
   assert out['test']['perplexity'] > 1 and out['valid']['perplexity'] > 1
   assert out['step'] == 2 and 'loss_total' in out['train']
-  # --plot_words=0 (its help: "no plots") is accepted and draws nothing.
-  other = tmp_path / 'ptb0'
-  proc = _run('rehn_ptb', [f'--data_dir={shared_data_dir}', '--hidden_size=8',
-                           '--max_depth=2', '--steps=2', '--eval_every=2',
-                           '--plot_words=0', f'--workdir={other}'], tmp_path)
+  # The finished run again with plots: evaluated, not trained, and drawn.
+  proc = _run('rehn_ptb', args + ['--plot_words=10'], tmp_path)
   assert proc.returncode == 0, proc.stderr[-3000:]
-  assert (other / 'results.json').exists()
-  assert not list(other.glob('*.png'))
+  assert (workdir / 'depth_by_word.png').stat().st_size > 0
+  assert json.loads((workdir / 'results.json').read_text())['step'] == 2
 
 
 @pytest.mark.parametrize('module,args,flag', [
@@ -428,3 +404,21 @@ def test_rehn_binaries_refuse_model_flags_their_cell_ignores(module, args,
   lines = proc.stderr.strip().splitlines()
   assert len(lines) == 1 and f'{flag} is for --cell=' in lines[0], lines
   assert not (tmp_path / 'w').exists()
+
+
+# ----------------------------------------------------------------------------
+# --help.
+
+BINARIES = sorted(p.stem for p in (REPO / 'experiments').glob('[a-z]*.py'))
+
+
+@pytest.mark.parametrize('module', BINARIES)
+def test_help_is_plain_text(module, tmp_path):
+  # The docstrings are Sphinx (the documentation site); --help is for a
+  # terminal: no roles, no double backquotes, no literal-block markers.
+  proc = _run(module, ['--help'], tmp_path)
+  text = proc.stdout
+  assert f'python -m experiments.{module}' in text, text[:500]
+  assert '``' not in text and not re.search(r':\w+:`', text), text
+  assert not re.search(r'::$', text, re.M), text
+  assert '--steps' in text or module == 'family_summary'

@@ -67,7 +67,7 @@ def test_each_model_trains_and_reports_its_update_fraction(model):
 
 def _run(args, tmp_path):
   del tmp_path  # The binary writes only under its --workdir.
-  return _binaries.run_binary('family_adding', args)
+  return _binaries.run('family_adding', args)
 
 
 def test_binary_writes_results_and_refuses_bad_flags(tmp_path):

@@ -19,7 +19,7 @@ from vcrnn_jax.training.train import StepInfo
 
 def _run(args, tmp_path):
   del tmp_path  # The binary writes only under its --workdir.
-  return _binaries.run_binary('family_parity', args)
+  return _binaries.run('family_parity', args)
 
 
 # ----------------------------------------------------------------------------

@@ -4,9 +4,9 @@ import csv
 import json
 import math
 
+import _binaries
 import pytest
 
-from tests import _binaries
 from vcrnn_jax.papers.family import summary
 
 
@@ -96,7 +96,7 @@ def test_read_runs_refuses_an_empty_directory(tmp_path):
 def test_binary_writes_tables_and_figures(tmp_path):
   _write_runs(tmp_path / 'runs')
   out = tmp_path / 'out'
-  proc = _binaries.run_binary('family_summary', [
+  proc = _binaries.run('family_summary', [
       f'--runs={tmp_path / "runs"}', f'--out={out}'])
   assert proc.returncode == 0, proc.stderr
   with open(out / 'adding_runs.csv', encoding='utf-8') as f:
@@ -111,7 +111,7 @@ def test_binary_writes_tables_and_figures(tmp_path):
   for png in ('error_vs_updates.png', 'by_count_extrapolation.png'):
     assert (out / png).stat().st_size > 0
   # A directory that does not exist: one line, status 2.
-  proc = _binaries.run_binary('family_summary',
+  proc = _binaries.run('family_summary',
                               [f'--runs={tmp_path / "missing"}'])
   assert proc.returncode == 2
   assert proc.stderr.strip().splitlines() == [

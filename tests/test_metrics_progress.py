@@ -74,6 +74,7 @@ def test_writes_jsonl_and_tensorboard(tmp_path):
   assert (10, 'error', 0.25) in scalars
 
 
+@pytest.mark.slow
 def test_a_killed_run_keeps_every_logged_evaluation_in_tensorboard(tmp_path):
   # The writer's process dies by SIGKILL right after logging: no close, no
   # timed flush. metrics.jsonl and TensorBoard must both hold every step.

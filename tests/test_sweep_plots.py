@@ -2,22 +2,22 @@
 
 import csv
 import fractions
+import json
 import math
-import os
 import pathlib
-import subprocess
 import sys
 
+import _binaries
 import numpy as np
 import pytest
 
+from vcrnn_jax import loops
 from vcrnn_jax.analysis import plots, sweep
 from vcrnn_jax.papers.act import plots as act_plots
 from vcrnn_jax.papers.act import sweep as act_sweep
 from vcrnn_jax.papers.rehn import plots as rehn_plots
 from vcrnn_jax.training.train import TrainingDiverged
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
 PNG_MAGIC = b'\x89PNG\r\n\x1a\n'
 # A tiny parity sweep: 2 taus x 2 seeds + a baseline per seed = 6 runs. Two
 # evaluations per run, so that a run can resume from its mid checkpoint.
@@ -27,23 +27,11 @@ TINY = ['--task=parity', '--bits=8', '--hidden_size=8', '--batch_size=16',
         '--quiet']
 
 
-def _env():
-  env = dict(os.environ)
-  env.pop('XLA_FLAGS', None)       # One CPU device, as a user would have.
-  env['JAX_PLATFORMS'] = 'cpu'     # Skips probing for accelerators.
-  return env
-
-
-def _popen(args):
-  return subprocess.Popen(
-      [sys.executable, '-m', 'experiments.act_sweep', *args], cwd=REPO,
-      env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def _run(args, timeout=300):
-  proc = _popen(args)
-  out, err = proc.communicate(timeout=timeout)
-  return proc.returncode, out, err
+def _run(args):
+  # In this process, whose own compilation cache serves (the smoke run in
+  # tests/test_smoke.py keeps the sweep's default, <workdir>/jax_cache).
+  proc = _binaries.run('act_sweep', [*args, '--compilation_cache='])
+  return proc.returncode, proc.stdout, proc.stderr
 
 
 def _csv(path):
@@ -107,27 +95,54 @@ def test_default_config_per_task_matches_the_paper():
               'addition': ('lstm', 512, 32, 20), 'sort': ('lstm', 512, 16, 100)}
   for task, (cell, hidden, batch, m) in expected.items():
     c = act_sweep.default_config(task)
-    assert (c.cell, c.hidden_size, c.batch_size, c.max_steps) == (
-        cell, hidden, batch, m), task
-  assert act_sweep.default_config('parity').difficulties == tuple(range(1, 65))
-  assert act_sweep.default_config('parity').task_kwargs['layout'] == 'prefix'
+    assert (c.model.cell, c.model.hidden_size, c.train.batch_size,
+            c.model.max_steps) == (cell, hidden, batch, m), task
+  parity = act_sweep.default_config('parity').task
+  assert parity.difficulties == tuple(range(1, 65))
+  assert parity.kwargs['layout'] == 'prefix'
   assert act_sweep.default_config(
-      'parity', task_kwargs={'layout': 'random'}).task_kwargs == {
+      'parity', task_kwargs={'layout': 'random'}).task.kwargs == {
           'bits': 64, 'layout': 'random'}
   assert act_sweep.default_config(
-      'parity', task_kwargs={'bits': 8}).difficulties == tuple(range(1, 9))
-  logic = act_sweep.default_config('logic')
+      'parity', task_kwargs={'bits': 8}).task.difficulties == tuple(
+          range(1, 9))
+  logic = act_sweep.default_config('logic').task
   assert logic.difficulties == tuple(range(1, 11))
   assert logic.difficulty_seq_len == 5                  # Fig. 10
   assert act_sweep.default_config(
-      'addition').difficulty_seq_len == 3               # Fig. 14
-  assert act_sweep.default_config('sort').difficulties == tuple(range(2, 16))
+      'addition').task.difficulty_seq_len == 3          # Fig. 14
+  assert act_sweep.default_config('sort').task.difficulties == tuple(
+      range(2, 16))
   c = act_sweep.default_config('parity', hidden_size=None, steps=7)
-  assert c.hidden_size == 128 and c.steps == 7         # None keeps the default
+  assert c.model.hidden_size == 128 and c.train.steps == 7  # None: default
+  # The paper's loop settings (cost, not maths) travel with its model.
+  assert c.model.loop == loops.LoopConfig(checkpoints=4, save_residuals=True)
   with pytest.raises(ValueError, match='no argument'):
     act_sweep.default_config('logic', task_kwargs={'bits': 8})
   with pytest.raises(ValueError, match='task must be one of'):
     act_sweep.default_config('nope')
+  with pytest.raises(ValueError, match='unknown SweepConfig field'):
+    act_sweep.default_config('parity', ponder_slots=3)
+
+
+def test_a_sweep_json_of_the_flat_layout_still_matches(tmp_path):
+  # sweep.json keeps one flat layout, so a workdir made before the settings
+  # were grouped (task, model, train) resumes; as written then by
+  # act_sweep --task=parity --bits=8 --steps=4 (other flags at defaults).
+  (tmp_path / 'sweep.json').write_text(json.dumps({
+      'batch_size': 128, 'cell': 'elman', 'checkpoint_every': None,
+      'compact_rows': 0, 'difficulties': list(range(1, 9)),
+      'difficulty_seq_len': None, 'epsilon': 0.01, 'eval_batch_size': 1000,
+      'eval_every': 10000, 'grad_clip_norm': None, 'halting_bias': 1.0,
+      'hidden_size': 128, 'keep_checkpoints': 3, 'learning_rate': 0.001,
+      'loop': 'while', 'max_steps': 100, 'ponder_slots': 4, 'quiet': False,
+      'save_residuals': True, 'steps': 4, 'task': 'parity',
+      'task_kwargs': {'bits': 8, 'layout': 'prefix'}}))
+  config = act_sweep.default_config('parity', task_kwargs={'bits': 8},
+                                    steps=4, keep_checkpoints=3)
+  act_sweep.check_manifest(tmp_path, config)
+  written = json.loads((tmp_path / 'sweep.json').read_text())
+  assert written['cell'] == 'elman' and written['ponder_slots'] == 4
 
 
 def test_manifest_rejects_other_settings(tmp_path):
@@ -310,11 +325,9 @@ def test_sweep_binary_bad_flags_give_one_line_errors(tmp_path):
       (['--task=sort', '--layout=random'], '--layout applies to --task=parity'),
       (['--plot_only'], 'no parity rows'),
   ]
-  # Started together: most of each one's time is importing JAX.
-  procs = [_popen(args + [f'--workdir={tmp_path / "w"}']) for args, _ in cases]
-  for proc, (args, needle) in zip(procs, cases):
-    _, err = proc.communicate(timeout=300)
-    assert proc.returncode != 0, args
+  for args, needle in cases:
+    rc, _, err = _run(args + [f'--workdir={tmp_path / "w"}'])
+    assert rc != 0, args
     lines = err.strip().splitlines()
     assert len(lines) == 1, (args, err)
     assert needle in lines[0] and 'Traceback' not in err, (args, err)

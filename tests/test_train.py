@@ -1,13 +1,17 @@
-"""The training stack: determinism, resume, data parallelism, NaN guard, CLI."""
+"""The training stack: determinism, resume, data parallelism, NaN guard, CLI.
+
+The binary runs in this process (tests/_binaries.py); the two tests marked
+``slow`` start it as a process: killed by SIGKILL, and on eight devices.
+"""
 
 import json
 import os
 import pathlib
 import signal
 import subprocess
-import sys
 import time
 
+import _binaries
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -25,7 +29,6 @@ from vcrnn_jax.training.train import (
   train_and_evaluate,
 )
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
 TINY = ['--bits=8', '--hidden_size=8', '--batch_size=16', '--max_steps=5']
 
 
@@ -58,13 +61,8 @@ def _final_params(workdir, act=True, seed=0):
   return step, state.params
 
 
-def _run_binary(args, env=None, **kw):
-  full_env = dict(os.environ)
-  full_env.pop('XLA_FLAGS', None)
-  full_env.update(env or {})
-  return subprocess.run(
-      [sys.executable, '-m', 'experiments.act_parity', *args], cwd=REPO,
-      env=full_env, capture_output=True, text=True, timeout=300, **kw)
+def _run_binary(args):
+  return _binaries.run('act_parity', args)
 
 
 def test_one_step_changes_every_parameter(tmp_path):
@@ -165,14 +163,16 @@ def test_binary_workdir_file_one_line_error(tmp_path):
   assert 'workdir' in proc.stderr
 
 
+@pytest.mark.slow
 def test_binary_sigkill_then_resume_is_bit_equal(tmp_path):
+  # A process killed outright (no handler runs) after its checkpoint at step
+  # 200 or later; the same command resumes it (here in this process) to the
+  # params of a run never interrupted.
   args = TINY + ['--steps=1500', '--eval_every=500', '--checkpoint_every=100',
                  '--learning_rate=0.01']
   killed = tmp_path / 'killed'
-  proc = subprocess.Popen(
-      [sys.executable, '-m', 'experiments.act_parity', *args,
-       f'--workdir={killed}'], cwd=REPO, stdout=subprocess.DEVNULL,
-      stderr=subprocess.DEVNULL)
+  proc = _binaries.start('act_parity', args + [f'--workdir={killed}'],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
   deadline = time.time() + 240
   ckpt_dir = killed / 'checkpoints'
   while time.time() < deadline and proc.poll() is None:
@@ -194,13 +194,15 @@ def test_binary_sigkill_then_resume_is_bit_equal(tmp_path):
   jax.tree_util.tree_map(np.testing.assert_array_equal, p1, p2)
 
 
+@pytest.mark.slow
 def test_binary_eight_devices_equal_one_device(tmp_path):
   args = TINY + ['--steps=20', '--eval_every=10', '--learning_rate=0.01']
   one = _run_binary(args + [f'--workdir={tmp_path / "one"}'])
   assert one.returncode == 0, one.stderr[-2000:]
-  eight = _run_binary(
-      args + [f'--workdir={tmp_path / "eight"}'],
-      env={'XLA_FLAGS': '--xla_force_host_platform_device_count=8'})
+  eight = _binaries.run(
+      'act_parity', args + [f'--workdir={tmp_path / "eight"}'], process=True,
+      env={'XLA_FLAGS': os.environ['XLA_FLAGS']
+           + ' --xla_force_host_platform_device_count=8'})
   assert eight.returncode == 0, eight.stderr[-2000:]
   assert '8 x cpu' in eight.stdout and '1 x cpu' in one.stdout
   _, p1 = _final_params(tmp_path / 'one')
@@ -231,16 +233,3 @@ def test_fewer_steps_than_the_checkpoint_is_one_clear_error(tmp_path):
       f'{tmp_path} is already at step 4, beyond --steps=2: rerun with '
       '--steps=4 to evaluate that checkpoint only (more to train on), or '
       'pass another --workdir.')
-
-
-def test_binary_rerun_with_fewer_steps_is_one_line(tmp_path):
-  args = TINY + ['--steps=4', '--eval_every=2', '--eval_batch_size=16',
-                 f'--workdir={tmp_path}']
-  proc = _run_binary(args)
-  assert proc.returncode == 0, proc.stderr[-3000:]
-  proc = _run_binary([a if a != '--steps=4' else '--steps=2' for a in args])
-  assert proc.returncode == 2
-  assert proc.stderr.strip().splitlines() == [
-      f'act_parity: error: {tmp_path} is already at step 4, beyond '
-      '--steps=2: rerun with --steps=4 to evaluate that checkpoint only '
-      '(more to train on), or pass another --workdir.']

@@ -1,33 +1,24 @@
-"""The VCRNN experiment binaries end to end (tiny sizes), and their analysis."""
+"""The VCRNN experiment binaries end to end (tiny sizes, in this process), and
+their analysis."""
 
 import json
-import os
-import pathlib
 import re
-import subprocess
 import sys
 
+import _binaries
 import numpy as np
 import pytest
 
 from vcrnn_jax.papers.vc import lm as vc_lm
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
 TINY = ['--hidden_size=8', '--batch_size=4', '--seq_len=10', '--steps=2',
         '--eval_every=2', '--sharpness_every=1', '--max_symbols=3000',
         '--analysis_symbols=400', '--plot_symbols=40']
 
 
-def _run(module, args, tmp_path, cwd=REPO, path=()):
-  env = dict(os.environ)
-  env.pop('XLA_FLAGS', None)
-  env['VCRNN_JAX_DATA'] = str(tmp_path / 'cache')
-  env['PYTHONPATH'] = os.pathsep.join(
-      [*map(str, path), str(REPO)]
-      + [p for p in [env.get('PYTHONPATH')] if p])
-  return subprocess.run([sys.executable, '-m', f'experiments.{module}', *args],
-                        cwd=cwd, env=env, capture_output=True, text=True,
-                        timeout=300)
+def _run(module, args, tmp_path, cwd=None):
+  return _binaries.run(module, args, cwd=cwd,
+                       env={'VCRNN_JAX_DATA': str(tmp_path / 'cache')})
 
 
 def _results(workdir):
@@ -205,17 +196,18 @@ def test_each_vc_binary_writes_under_its_own_name(tmp_path):
   assert not (tmp_path / 'runs' / 'clip_scheduler_apart').exists()
 
 
-def test_results_json_one_layout_and_written_before_the_plots(tmp_path):
+def test_results_json_one_layout_and_written_before_the_plots(tmp_path,
+                                                             monkeypatch):
   # matplotlib that cannot be imported: the run's numbers are written, the
   # plots are skipped with one warning line each, and the run succeeds.
-  broken = tmp_path / 'broken'
-  (broken / 'matplotlib').mkdir(parents=True)
-  (broken / 'matplotlib' / '__init__.py').write_text(
-      'raise ImportError("matplotlib is broken here")\n')
-  workdir = tmp_path / 'music'
-  proc = _run('vc_music', [f'--data_path={_tunes(tmp_path)}',
-                           f'--workdir={workdir}'] + TINY, tmp_path,
-              path=[broken])
+  with monkeypatch.context() as broken:
+    for name in [m for m in sys.modules
+                 if m == 'matplotlib' or m.startswith('matplotlib.')] + [
+                     'matplotlib']:
+      broken.setitem(sys.modules, name, None)
+    workdir = tmp_path / 'music'
+    proc = _run('vc_music', [f'--data_path={_tunes(tmp_path)}',
+                             f'--workdir={workdir}'] + TINY, tmp_path)
   assert proc.returncode == 0, proc.stderr[-3000:]
   warnings = [l for l in proc.stderr.splitlines() if 'warning' in l]
   assert len(warnings) == 2 and all(

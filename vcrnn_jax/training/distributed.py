@@ -21,8 +21,10 @@ The contract the training stack keeps on top of ``jax.distributed``:
   every process (:meth:`Processes.agree`) and, when they fail, raise the same
   :class:`AgreedError` on every process.
 * No process waits for a peer that is gone. A watchdog thread in each process
-  beats every ``BEAT_S`` seconds through the coordination service's key-value
-  store and watches the others' beats. A process that fails calls
+  beats every ``BEAT_S`` seconds through the run's key-value store (a small
+  server in process 0, :class:`_Store`, whose address process 0 sends the
+  others with ``multihost_utils.broadcast_one_to_all`` once they have
+  joined) and watches the others' beats. A process that fails calls
   :meth:`Processes.abort_peers` with its one-line error; the others print
   ``process I failed: <its line>`` and exit with status 1. A process killed
   outright stops beating and is declared gone after ``STALE_S`` seconds (in
@@ -47,6 +49,7 @@ import inspect
 import itertools
 import json
 import logging
+from multiprocessing import connection
 import os
 import pathlib
 import re
@@ -57,7 +60,8 @@ import time
 import uuid
 
 import jax
-from jax._src import distributed as jax_distributed
+from jax.experimental import multihost_utils
+import numpy as np
 
 from vcrnn_jax.files import atomic_write
 
@@ -230,8 +234,8 @@ class _Run:
         beat += 1
         entries = self.entries()
       except Exception:  # pylint: disable=broad-exception-caught
-        # Any error talking to the coordination service: it is in process
-        # 0, so that process is gone (or this machine lost the network).
+        # Any error talking to the store: it is in process 0, so that
+        # process is gone (or this machine lost the network).
         if self.stop.is_set() or self.pid == 0:
           continue
         unreachable_since = unreachable_since or now
@@ -595,10 +599,104 @@ class _MultiProcess(Processes):
     self._run.close()
 
 
-def _client():
-  # The coordination service's client, which Orbax uses as well; jax keeps
-  # it in a private module (there is no public accessor).
-  return jax_distributed.global_state.client
+class _Store:
+  """The run's key-value store, a server in process 0 (and its own view).
+
+  Holds the agreements, the beats and the failure messages of
+  :class:`_Run`: strings under keys. JAX's coordination service has such a
+  store, but jax offers no public way to reach its client, so process 0
+  serves its own on an ephemeral port; the others reach it through
+  :class:`_StoreClient`, authenticated with a random key. It lives as long
+  as process 0 (past the end of the run, until JAX's shutdown barrier has
+  seen every process).
+  """
+
+  def __init__(self):
+    self._values: dict = {}
+    self._lock = threading.Lock()
+    self.authkey = os.urandom(32)
+    self._listener = connection.Listener(('', 0), authkey=self.authkey)
+    self.port = self._listener.address[1]
+    threading.Thread(target=self._accept, daemon=True,
+                     name='vcrnn_jax-store').start()
+
+  def key_value_set(self, key: str, value: str,
+                    allow_overwrite: bool = False) -> None:
+    with self._lock:
+      if not allow_overwrite and key in self._values:
+        raise ValueError(f'key {key!r} is already set.')
+      self._values[key] = value
+
+  def key_value_dir_get(self, prefix: str) -> list[tuple[str, str]]:
+    with self._lock:
+      return [(k, v) for k, v in self._values.items() if k.startswith(prefix)]
+
+  def _accept(self) -> None:
+    while True:
+      try:
+        conn = self._listener.accept()
+      except (OSError, EOFError, connection.AuthenticationError):
+        continue    # A connection that failed or was not a peer's.
+      threading.Thread(target=self._serve, args=(conn,), daemon=True,
+                       name='vcrnn_jax-store-peer').start()
+
+  def _serve(self, conn) -> None:
+    with conn:
+      while True:
+        try:
+          method, args = conn.recv()
+          reply = getattr(self, method)(*args) if method in (
+              'key_value_set', 'key_value_dir_get') else None
+          conn.send(reply)
+        except (EOFError, OSError, ValueError, TypeError):
+          return    # The peer ended (or sent what no peer sends).
+
+
+class _StoreClient:
+  """A process's connection to process 0's :class:`_Store` (thread-safe).
+
+  Raises an ``OSError`` or ``EOFError`` once process 0 is gone.
+  """
+
+  def __init__(self, address: tuple[str, int], authkey: bytes):
+    self._conn = connection.Client(address, authkey=authkey)
+    self._lock = threading.Lock()
+
+  def _call(self, method: str, *args):
+    with self._lock:
+      self._conn.send((method, args))
+      return self._conn.recv()
+
+  def key_value_set(self, key: str, value: str,
+                    allow_overwrite: bool = False) -> None:
+    del allow_overwrite   # Every key of a run is written by one process.
+    self._call('key_value_set', key, value, True)
+
+  def key_value_dir_get(self, prefix: str) -> list[tuple[str, str]]:
+    return [tuple(kv) for kv in self._call('key_value_dir_get', prefix)]
+
+
+# Bytes of the store's address message (host, port and key, as JSON).
+_ADDRESS_BYTES = 1024
+
+
+def _open_store(host: str):
+  """Process 0's :class:`_Store`, or a client of it on the other processes.
+
+  Every process calls it at once, right after joining: process 0 sends the
+  store's address and key to the others in a collective.
+  """
+  store = _Store() if jax.process_index() == 0 else None
+  message = np.zeros(_ADDRESS_BYTES, np.int32)
+  if store is not None:
+    text = json.dumps([host, store.port, store.authkey.hex()]).encode()
+    message[:len(text)] = np.frombuffer(text, np.uint8)
+  received = np.asarray(multihost_utils.broadcast_one_to_all(message))
+  if store is not None:
+    return store
+  text = bytes(received.astype(np.uint8).tolist()).rstrip(b'\0').decode()
+  host, port, authkey = json.loads(text)
+  return _StoreClient((host, port), bytes.fromhex(authkey))
 
 
 def _start_timer(timeout_s: float, message: Callable[[], str]
@@ -705,10 +803,15 @@ def initialize(coordinator_address: str | None = None,
       raise ValueError(
           f'could not start process {process_id} of {num_processes} at '
           f'{coordinator_address}{hint}: {said}') from None
-  timer.set()
   count, index = jax.process_count(), jax.process_index()
   if count == 1:
+    timer.set()
     return LOCAL
-  run = _Run(_client(), index, count, where, error_prefix)
+  # The others reach process 0's store at the coordinator's host (a cluster
+  # job's: process 0's own name).
+  store = _open_store(coordinator_address.rsplit(':', 1)[0].strip('[]')
+                      if coordinator_address else socket.getfqdn())
+  timer.set()
+  run = _Run(store, index, count, where, error_prefix)
   run.thread.start()
   return _MultiProcess(run)

@@ -70,7 +70,7 @@ from typing import (
 
 import jax
 
-from vcrnn_jax import loops, tasks
+from vcrnn_jax import loops
 from vcrnn_jax.analysis import sweep
 from vcrnn_jax.analysis.sweep import (
   DIVERGED_FILENAME,
@@ -98,12 +98,7 @@ RESULTS_FIELDS = ('task', 'act', 'tau', 'seed', 'steps', 'sequence_error',
 DIFFICULTY_FIELDS = ('task', 'act', 'tau', 'seed', 'difficulty',
                      'sequence_error', 'ponder')
 
-# The paper's settings per task live with the ACT code (one source of truth
-# for the binaries and the sweep).
-TASK_DEFAULTS: Mapping[str, Mapping[str, Any]] = {
-    task: {k: v for k, v in settings.items() if k != 'tau'}
-    for task, settings in act_tasks.PAPER_SETTINGS.items()}
-TASKS = tuple(TASK_DEFAULTS)
+TASKS = act_tasks.TASKS
 
 
 # ----------------------------------------------------------------------------
@@ -202,64 +197,24 @@ def make_grid(taus: Iterable[float], seeds: Iterable[int], *,
 
 @dataclasses.dataclass(frozen=True)
 class SweepConfig:
-  """Settings shared by every run of a sweep (see :data:`TASK_DEFAULTS`).
+  """Settings shared by every run of a sweep.
+
+  Each run replaces the model's ``act`` and ``tau`` and the training seed
+  (:func:`model_config`, :func:`train_config`).
 
   Attributes:
-    task: one of :data:`TASKS`.
-    task_kwargs: arguments of ``vcrnn_jax.tasks.get`` (e.g. ``{'bits': 64}``).
-    cell: 'elman', 'gru' or 'lstm'.
-    hidden_size: units of the recurrent cell.
-    max_steps: ACT's ``M`` (Eq. 13).
-    epsilon: ACT's ``epsilon`` (Eq. 7).
-    halting_bias: initial halting bias ``b_h`` (Eq. 5).
-    loop: ACT pondering loop, 'while' or 'scan' (same maths).
-    compact_rows, ponder_slots, save_residuals: the while loop's settings
-      (same maths; ``act.adaptive``'s ``compact_rows``, ``checkpoints`` and
-      ``save_residuals``; 0 or None: no compaction).
-    steps: training steps per run.
-    batch_size: training batch size.
-    learning_rate: Adam learning rate.
-    eval_every: evaluate (``metrics.jsonl``) every this many steps.
-    checkpoint_every: checkpoint period (None: ``eval_every``).
-    keep_checkpoints: checkpoints kept per run.
-    grad_clip_norm: global-norm clipping, None for none.
-    optimizer, momentum, weight_decay, lr_decay, lr_decay_every,
-      lr_decay_start: the optimizer (:class:`TrainConfig`'s fields; the
-      paper's Adam by default).
-    eval_batch_size: held-out sequences per evaluation and per difficulty.
-    difficulties: the difficulties of ``difficulty.csv``.
-    difficulty_seq_len: the sequence length of the difficulty evaluation
-      (None: the task's own distribution).
-    quiet: no progress bar or summary per run.
+    task: the task and the difficulties of ``difficulty.csv``
+      (:func:`vcrnn_jax.papers.act.tasks.task_config`).
+    model: the network, ACT's settings and its loop (the loop changes the
+      cost, never a number).
+    train: the training (its ``seed`` and ``desc`` are each run's).
+    eval_batch_size: held-out sequences of the final evaluation and of each
+      difficulty.
   """
-  task: str
-  task_kwargs: Mapping[str, Any]
-  cell: str
-  hidden_size: int
-  max_steps: int
-  steps: int
-  batch_size: int
-  learning_rate: float
-  eval_every: int
-  difficulties: tuple[int, ...]
-  difficulty_seq_len: int | None = None
-  epsilon: float = 0.01
-  halting_bias: float = 1.0
-  loop: str = 'while'
-  compact_rows: int | None = None
-  ponder_slots: int = 8
-  save_residuals: bool = False
-  checkpoint_every: int | None = None
-  keep_checkpoints: int = 2
-  grad_clip_norm: float | None = None
-  optimizer: str = 'adam'
-  momentum: float = 0.0
-  weight_decay: float = 0.0
-  lr_decay: float = 1.0
-  lr_decay_every: int | None = None
-  lr_decay_start: int | None = None
+  task: act_tasks.TaskConfig
+  model: act_tasks.ModelConfig
+  train: TrainConfig
   eval_batch_size: int = 1000
-  quiet: bool = False
 
 
 # Settings that may change between invocations on one workdir: a longer
@@ -267,24 +222,14 @@ class SweepConfig:
 _MUTABLE_SETTINGS = ('steps', 'eval_every', 'checkpoint_every',
                      'keep_checkpoints', 'difficulties', 'loop', 'quiet',
                      'compact_rows', 'ponder_slots', 'save_residuals')
-
-
-def default_difficulties(task: str, task_kwargs: Mapping[str, Any]
-                         ) -> tuple[int, ...]:
-  """Every difficulty the task can be forced to (the x axes of Figs 6-19)."""
-  if task == 'parity':
-    return tuple(range(1, task_kwargs['bits'] + 1))
-  if task == 'logic':
-    return tuple(range(1, task_kwargs['num_gates'] + 1))
-  if task == 'addition':
-    return tuple(range(1, task_kwargs['max_digits'] + 1))
-  if task == 'sort':
-    return tuple(range(task_kwargs['min_len'], task_kwargs['max_len'] + 1))
-  raise ValueError(f'task must be one of {list(TASKS)}, got {task!r}.')
+_MODEL_FIELDS = frozenset(act_tasks.ModelConfig._fields) - {'act', 'tau'}
+_TRAIN_FIELDS = frozenset(f.name for f in dataclasses.fields(TrainConfig)
+                          ) - {'seed', 'desc'}
 
 
 def default_config(task: str, *,
                    task_kwargs: Mapping[str, Any] | None = None,
+                   difficulties: Sequence[int] | None = None,
                    **overrides: Any) -> SweepConfig:
   """The :class:`SweepConfig` of ``task`` with its paper defaults.
 
@@ -292,74 +237,50 @@ def default_config(task: str, *,
     task: one of :data:`TASKS`.
     task_kwargs: task arguments replacing some of the defaults (e.g.
       ``{'bits': 8}``); unknown ones raise ``ValueError``.
-    **overrides: :class:`SweepConfig` fields; ``None`` values are ignored, so
-      flags left unset keep the task's default.
+    difficulties: those of ``difficulty.csv`` (default: every difficulty of
+      the task).
+    **overrides: fields of :class:`~vcrnn_jax.papers.act.tasks.ModelConfig`
+      (``loop`` included) or :class:`~vcrnn_jax.training.train.TrainConfig`,
+      and ``eval_batch_size``; ``None`` values are ignored, so flags left
+      unset keep the task's default.
 
   Returns:
-    The config; ``difficulties`` defaults to every difficulty of the task and
-    ``difficulty_seq_len`` is capped at the task's ``max_len``.
+    The config: :data:`~vcrnn_jax.papers.act.tasks.PAPER_SETTINGS` of
+    ``task``, two checkpoints kept per run.
 
   Raises:
     ValueError: an unknown task, task argument or field.
   """
-  if task not in TASK_DEFAULTS:
-    raise ValueError(f'task must be one of {list(TASKS)}, got {task!r}.')
-  defaults = dict(TASK_DEFAULTS[task])
-  kwargs = dict(defaults.pop('task_kwargs'))
-  for key, value in (task_kwargs or {}).items():
-    if key not in kwargs:
-      raise ValueError(f'task {task!r} has no argument {key!r}; its arguments '
-                       f'are {sorted(kwargs)}.')
-    kwargs[key] = value
-  tasks.get(task, **kwargs)   # Validates the values, with the task's message.
-  fields = {f.name for f in dataclasses.fields(SweepConfig)}
-  unknown = sorted(set(overrides) - fields)
+  task_spec = act_tasks.task_config(task, task_kwargs,
+                                    difficulties=difficulties)
+  overrides = {k: v for k, v in overrides.items() if v is not None}
+  unknown = sorted(set(overrides) - _MODEL_FIELDS - _TRAIN_FIELDS
+                   - {'eval_batch_size'})
   if unknown:
     raise ValueError(f'unknown SweepConfig field(s) {unknown}.')
-  settings = dict(defaults)
-  settings.update({k: v for k, v in overrides.items() if v is not None})
-  if settings.get('difficulties') is None:
-    settings['difficulties'] = default_difficulties(task, kwargs)
-  settings['difficulties'] = tuple(int(d) for d in settings['difficulties'])
-  # Checked now, not after the first run has trained: the task would only
-  # reject a difficulty in the evaluation.
-  most = max(default_difficulties(task, kwargs))
-  bad = [d for d in settings['difficulties'] if not 1 <= d <= most]
-  if bad or not settings['difficulties']:
-    raise ValueError(f'difficulties must be in 1..{most} for {task} with '
-                     f'{kwargs}, got {list(settings["difficulties"])}.')
-  seq_len = settings.get('difficulty_seq_len')
-  if seq_len is not None and 'max_len' in kwargs:
-    settings['difficulty_seq_len'] = min(seq_len, kwargs['max_len'])
-  return SweepConfig(task=task, task_kwargs=kwargs, **settings)
+  paper = act_tasks.PAPER_SETTINGS[task]
+  model = act_tasks.paper_model(task)._replace(
+      **{k: v for k, v in overrides.items() if k in _MODEL_FIELDS})
+  train = TrainConfig(**{
+      'steps': paper['steps'], 'batch_size': paper['batch_size'],
+      'learning_rate': paper['learning_rate'],
+      'eval_every': paper['eval_every'], 'keep_checkpoints': 2,
+      **{k: v for k, v in overrides.items() if k in _TRAIN_FIELDS}})
+  return SweepConfig(task_spec, model, train,
+                     overrides.get('eval_batch_size', 1000))
 
 
 def model_config(config: SweepConfig, run: RunSpec) -> act_tasks.ModelConfig:
   """The :class:`~vcrnn_jax.papers.act.tasks.ModelConfig` of one run."""
-  return act_tasks.ModelConfig(
-      cell=config.cell, hidden_size=config.hidden_size, act=run.act,
-      tau=run.tau if run.act else 0.0, max_steps=config.max_steps,
-      epsilon=config.epsilon, halting_bias=config.halting_bias,
-      loop=loops.LoopConfig(
-          config.loop, checkpoints=config.ponder_slots,
-          save_residuals=config.save_residuals,
-          compact_rows=config.compact_rows or None))
+  return config.model._replace(act=run.act, tau=run.tau if run.act else 0.0)
 
 
 def train_config(config: SweepConfig, run: RunSpec, *,
                  quiet: bool | None = None) -> TrainConfig:
   """The :class:`~vcrnn_jax.training.train.TrainConfig` of one run."""
-  return TrainConfig(
-      steps=config.steps, batch_size=config.batch_size,
-      learning_rate=config.learning_rate, grad_clip_norm=config.grad_clip_norm,
-      optimizer=config.optimizer, momentum=config.momentum,
-      weight_decay=config.weight_decay, lr_decay=config.lr_decay,
-      lr_decay_every=config.lr_decay_every,
-      lr_decay_start=config.lr_decay_start,
-      eval_every=config.eval_every, checkpoint_every=config.checkpoint_every,
-      keep_checkpoints=config.keep_checkpoints, seed=run.seed,
-      desc=f'{config.task} {run.name}',
-      quiet=config.quiet if quiet is None else quiet)
+  return dataclasses.replace(
+      config.train, seed=run.seed, desc=f'{config.task.name} {run.name}',
+      quiet=config.train.quiet if quiet is None else quiet)
 
 
 _OPTIMIZER_DEFAULTS = dict(optimizer='adam', momentum=0.0, weight_decay=0.0,
@@ -368,14 +289,26 @@ _OPTIMIZER_DEFAULTS = dict(optimizer='adam', momentum=0.0, weight_decay=0.0,
 
 
 def _manifest(config: SweepConfig) -> dict:
-  settings = dataclasses.asdict(config)
+  """The settings ``sweep.json`` records, in its one flat layout."""
+  task, model, train = config.task, config.model, config.train
+  loop = loops.as_loop_config(model.loop)
+  settings = dict(
+      task=task.name, task_kwargs=dict(task.kwargs),
+      difficulties=list(task.difficulties),
+      difficulty_seq_len=task.difficulty_seq_len, cell=model.cell,
+      hidden_size=model.hidden_size, max_steps=model.max_steps,
+      epsilon=model.epsilon, halting_bias=model.halting_bias,
+      loop=loop.kind, compact_rows=loop.compact_rows,
+      ponder_slots=loop.checkpoints, save_residuals=loop.save_residuals,
+      eval_batch_size=config.eval_batch_size, quiet=train.quiet,
+      **{k: getattr(train, k) for k in (
+          'steps', 'batch_size', 'learning_rate', 'eval_every',
+          'checkpoint_every', 'keep_checkpoints', 'grad_clip_norm')})
   # Optimizer settings at their defaults are left out, so sweeps made before
   # they existed still match.
-  for name, default in _OPTIMIZER_DEFAULTS.items():
-    if settings[name] == default:
-      del settings[name]
-  settings['task_kwargs'] = dict(config.task_kwargs)
-  settings['difficulties'] = list(config.difficulties)
+  settings.update({name: getattr(train, name)
+                   for name, default in _OPTIMIZER_DEFAULTS.items()
+                   if getattr(train, name) != default})
   return settings
 
 
@@ -414,20 +347,21 @@ def run_one(config: SweepConfig, run: RunSpec, run_dir, *,
 
   Raises:
     TrainingDiverged: the loss became NaN or infinite.
-    ValueError: the run has a checkpoint beyond ``config.steps``.
+    ValueError: the run has a checkpoint beyond ``config.train.steps``.
   """
   run_dir = pathlib.Path(run_dir)
-  task = tasks.get(config.task, **config.task_kwargs)
+  task = config.task.build()
   model = model_config(config, run)
+  steps = config.train.steps
   experiment = act_tasks.task_experiment(
-      task, model, batch_size=config.batch_size,
+      task, model, batch_size=config.train.batch_size,
       eval_batch_size=config.eval_batch_size)
   start = sweep.latest_step(run_dir) or 0
-  if start > config.steps:
+  if start > steps:
     raise ValueError(
         f'{run_dir} has a checkpoint at step {start}, beyond steps='
-        f'{config.steps}; give at least --steps={start} or another workdir.')
-  trained = start < config.steps
+        f'{steps}; give at least --steps={start} or another workdir.')
+  trained = start < steps
   t0 = time.time()
   try:
     # Quiet when only restoring: there is no progress to show.
@@ -438,29 +372,29 @@ def run_one(config: SweepConfig, run: RunSpec, run_dir, *,
     if trained:   # Counted even when interrupted: the time was spent.
       sweep.add_wall_seconds(run_dir, time.time() - t0,
                              chief=processes.is_chief())
-  if result.step != config.steps:
+  if result.step != steps:
     raise ValueError(f'{run_dir}: training stopped at step {result.step}, '
-                     f'expected {config.steps}.')
+                     f'expected {steps}.')
   metrics = dict(result.metrics)
   if not metrics:
     # Already at the final step: train_and_evaluate evaluated nothing.
-    metrics = (sweep.final_metrics_from_log(run_dir, config.steps)
+    metrics = (sweep.final_metrics_from_log(run_dir, steps)
                or dict(experiment.evaluate(result.params)))
-  key = dict(task=config.task, act=run.act, tau=run.tau if run.act else None,
-             seed=run.seed)
+  key = dict(task=config.task.name, act=run.act,
+             tau=run.tau if run.act else None, seed=run.seed)
   row = dict(key, steps=result.step,
              sequence_error=float(metrics['sequence_error']),
              ponder=float(metrics['ponder']), loss=float(metrics['loss']),
              wall_seconds=round(sweep.read_wall_seconds(run_dir), 3))
   by_difficulty = act_tasks.evaluate_by_difficulty(
-      task, model, result.params, config.difficulties,
-      batch_size=config.eval_batch_size, seq_len=config.difficulty_seq_len)
+      task, model, result.params, config.task.difficulties,
+      batch_size=config.eval_batch_size,
+      seq_len=config.task.difficulty_seq_len)
   diff_rows = [dict(key, difficulty=int(d['difficulty']),
                     sequence_error=float(d['sequence_error']),
                     ponder=float(d['ponder'])) for d in by_difficulty]
   # history is empty when nothing was trained (the checkpoint was final).
-  return RunOutcome(row, diff_rows,
-                    config.steps - start if result.history else 0)
+  return RunOutcome(row, diff_rows, steps - start if result.history else 0)
 
 
 class SweepSummary(NamedTuple):
@@ -477,11 +411,11 @@ def _complete_runs(config: SweepConfig, results_path: pathlib.Path,
                    difficulty_path: pathlib.Path) -> set:
   """Keys of the runs with a final results row and every difficulty row."""
   finished = {run_key(r, RUN_KEY) for r in read_rows(results_path)
-              if r['steps'] == config.steps}
+              if r['steps'] == config.train.steps}
   seen: dict = {}
   for r in read_rows(difficulty_path):
     seen.setdefault(run_key(r, RUN_KEY), set()).add(r['difficulty'])
-  wanted = set(config.difficulties)
+  wanted = set(config.task.difficulties)
   return {k for k in finished if wanted <= seen.get(k, set())}
 
 
@@ -505,7 +439,7 @@ def run_sweep(config: SweepConfig, runs: Sequence[RunSpec], workdir, *,
 
   Raises:
     ValueError: ``workdir`` holds a sweep with other settings, or a run there
-      is past ``config.steps``.
+      is past ``config.train.steps``.
   """
   workdir = pathlib.Path(workdir)
   if workdir.exists() and not workdir.is_dir():
@@ -522,16 +456,17 @@ def run_sweep(config: SweepConfig, runs: Sequence[RunSpec], workdir, *,
   # Read once: during the loop only this function changes the files.
   complete = _complete_runs(config, results_path, difficulty_path)
   for i, run in enumerate(runs, start=1):
-    where = f'[{i}/{len(runs)}] {config.task} {run.name}'
+    where = f'[{i}/{len(runs)}] {config.task.name} {run.name}'
     run_dir = workdir / run.name
     if (run_dir / DIVERGED_FILENAME).exists():
       log(f'{where}: diverged before (see {run_dir / DIVERGED_FILENAME}); '
           'skipped. Delete the folder to retry.')
       summary.diverged.append(run)
       continue
-    key = (config.task, run.act, run.tau if run.act else None, run.seed)
+    key = (config.task.name, run.act, run.tau if run.act else None,
+           run.seed)
     latest = sweep.latest_step(run_dir)
-    if latest == config.steps and key in complete:
+    if latest == config.train.steps and key in complete:
       log(f'{where}: finished at step {latest}; rows present, skipped.')
       summary.skipped.append(run)
       continue
@@ -559,7 +494,7 @@ def run_sweep(config: SweepConfig, runs: Sequence[RunSpec], workdir, *,
     log(f'{where}: {what}; sequence_error={r["sequence_error"]:.4g}, '
         f'ponder={r["ponder"]:.4g}, wall={r["wall_seconds"]:.1f} s.')
   summary.results.extend(r for r in read_rows(results_path)
-                         if r['task'] == config.task)
+                         if r['task'] == config.task.name)
   summary.difficulty.extend(r for r in read_rows(difficulty_path)
-                            if r['task'] == config.task)
+                            if r['task'] == config.task.name)
   return summary

@@ -1,20 +1,26 @@
 """Experiments for the ACT paper's synthetic tasks (Section 3.1-3.4).
 
-:func:`task_experiment` turns a :class:`vcrnn_jax.tasks.Task` and a model
-description into an :class:`~vcrnn_jax.training.train.Experiment`: the loss of
-ACT Eq. 12 (task loss + ``tau`` times the ponder cost of Eq. 11) and an
-evaluation that reports the sequence error rate and the mean ponder on fixed
-held-out batches drawn from a key stream disjoint from training.
+The paper's settings per task are :data:`PAPER_SETTINGS`; a run is described
+by a :class:`TaskConfig` (the task, its arguments and the difficulties of the
+paper's figures), a :class:`ModelConfig` and a
+:class:`~vcrnn_jax.training.train.TrainConfig`. :func:`task_experiment` turns
+a :class:`vcrnn_jax.tasks.Task` and a model description into an
+:class:`~vcrnn_jax.training.train.Experiment`: the loss of ACT Eq. 12 (task
+loss + ``tau`` times the ponder cost of Eq. 11) and an evaluation that reports
+the sequence error rate and the mean ponder on fixed held-out batches drawn
+from a key stream disjoint from training.
 """
 
-from typing import NamedTuple
+from collections.abc import Mapping
+import dataclasses
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from vcrnn_jax import act as act_lib
-from vcrnn_jax import loops, registry
+from vcrnn_jax import loops, registry, tasks
 from vcrnn_jax.core import check_positive_int
 from vcrnn_jax.models import sequence_model
 from vcrnn_jax.training.train import Experiment
@@ -55,11 +61,95 @@ PAPER_SETTINGS = {
                  compact_rows=8, ponder_slots=8, save_residuals=False,
                  difficulty_seq_len=None),
 }
+# The task argument whose range is the x axis of each task's difficulty
+# figure (Figs 6/10/14/19): parity by non-zero bits, logic by gates, addition
+# by digits, sort by sequence length.
+_DIFFICULTY_RANGE = {'parity': (None, 'bits'), 'logic': (None, 'num_gates'),
+                     'addition': (None, 'max_digits'),
+                     'sort': ('min_len', 'max_len')}
+TASKS = tuple(PAPER_SETTINGS)
 # ACT Sec. 3.5 (enwik8 bytes); not a synthetic task, same flags.
 WIKIPEDIA_SETTINGS = dict(cell='lstm', hidden_size=1500, batch_size=16,
                           max_steps=100, tau=0.01, learning_rate=1e-3,
                           steps=10_000, eval_every=500, compact_rows=8,
                           ponder_slots=8, save_residuals=False)
+
+
+def all_difficulties(task: str, task_kwargs: Mapping[str, Any]
+                     ) -> tuple[int, ...]:
+  """Every difficulty ``task`` can be forced to (the x axes of Figs 6-19)."""
+  if task not in _DIFFICULTY_RANGE:
+    raise ValueError(f'task must be one of {list(TASKS)}, got {task!r}.')
+  low, high = _DIFFICULTY_RANGE[task]
+  return tuple(range(task_kwargs[low] if low else 1,
+                     task_kwargs[high] + 1))
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskConfig:
+  """A synthetic task of the paper and the difficulties it is reported at.
+
+  Built by :func:`task_config`, which validates it.
+
+  Attributes:
+    name: one of :data:`TASKS`.
+    kwargs: the arguments of :func:`vcrnn_jax.tasks.get`.
+    difficulties: those of the per-difficulty evaluation (the x axis of the
+      paper's figure).
+    difficulty_seq_len: the sequence length of that evaluation (None: the
+      task's own distribution).
+  """
+  name: str
+  kwargs: Mapping[str, Any]
+  difficulties: tuple[int, ...]
+  difficulty_seq_len: int | None = None
+
+  def build(self) -> tasks.Task:
+    """The task, ``vcrnn_jax.tasks.get(name, **kwargs)``."""
+    return tasks.get(self.name, **self.kwargs)
+
+
+def task_config(name: str, task_kwargs: Mapping[str, Any] | None = None, *,
+                difficulties: tuple[int, ...] | None = None,
+                difficulty_seq_len: int | None = None) -> TaskConfig:
+  """Task ``name`` with the paper's arguments, ``task_kwargs`` replacing some.
+
+  Args:
+    name: one of :data:`TASKS`.
+    task_kwargs: task arguments replacing the paper's (e.g. ``{'bits': 8}``).
+    difficulties: the difficulties to report (default: every difficulty of
+      the task).
+    difficulty_seq_len: the sequence length of the per-difficulty evaluation
+      (default: the paper figure's, ``PAPER_SETTINGS``); capped at the task's
+      ``max_len``.
+
+  Raises:
+    ValueError: an unknown task or task argument, a value the task refuses,
+      or a difficulty the task cannot be forced to.
+  """
+  if name not in PAPER_SETTINGS:
+    raise ValueError(f'task must be one of {list(TASKS)}, got {name!r}.')
+  paper = PAPER_SETTINGS[name]
+  kwargs = dict(paper['task_kwargs'])
+  for key, value in (task_kwargs or {}).items():
+    if key not in kwargs:
+      raise ValueError(f'task {name!r} has no argument {key!r}; its arguments '
+                       f'are {sorted(kwargs)}.')
+    kwargs[key] = value
+  tasks.get(name, **kwargs)   # Validates the values, with the task's message.
+  every = all_difficulties(name, kwargs)
+  chosen = tuple(int(d) for d in (every if difficulties is None
+                                  else difficulties))
+  # Checked now, not after a run has trained: the task would only reject a
+  # difficulty in the evaluation.
+  if not chosen or not all(1 <= d <= max(every) for d in chosen):
+    raise ValueError(f'difficulties must be in 1..{max(every)} for {name} '
+                     f'with {kwargs}, got {list(chosen)}.')
+  seq_len = (paper['difficulty_seq_len'] if difficulty_seq_len is None
+             else difficulty_seq_len)
+  if seq_len is not None and 'max_len' in kwargs:
+    seq_len = min(seq_len, kwargs['max_len'])
+  return TaskConfig(name, kwargs, chosen, seq_len)
 
 
 class ModelConfig(NamedTuple):
@@ -72,6 +162,16 @@ class ModelConfig(NamedTuple):
   epsilon: float = 0.01        # ACT Eq. 7
   halting_bias: float = 1.0    # initial b_h (Eq. 5)
   loop: loops.LoopConfig = loops.LoopConfig()   # cost, not maths
+
+
+def paper_model(task: str) -> ModelConfig:
+  """The paper's model for ``task`` (:data:`PAPER_SETTINGS`), with ACT."""
+  s = PAPER_SETTINGS[task]
+  return ModelConfig(
+      cell=s['cell'], hidden_size=s['hidden_size'], act=True, tau=s['tau'],
+      max_steps=s['max_steps'], loop=loops.LoopConfig(
+          checkpoints=s['ponder_slots'], save_residuals=s['save_residuals'],
+          compact_rows=s['compact_rows'] or None))
 
 
 def step_mask(mask: jax.Array) -> jax.Array:
