@@ -4,9 +4,9 @@
 per experiment, one JSON record per run: :mod:`vcrnn_jax.analysis.records`)
 and asks each paper's ``results`` module for its fragments and figures;
 ``python -m experiments.results`` writes them to ``docs/results/generated``
-and copies the fragments that README.md and getting started quote into
-their marked blocks. ``tests/test_records.py`` fails when a generated file
-or a marked block differs from what the records give.
+and copies the fragments that README.md, getting started and BUILD_NOTES.md
+quote into their marked blocks. ``tests/test_records.py`` fails when a
+generated file or a marked block differs from what the records give.
 """
 
 from collections.abc import Mapping, Sequence
@@ -26,7 +26,8 @@ RECORDS = pathlib.Path('docs', 'results', 'records')
 GENERATED = pathlib.Path('docs', 'results', 'generated')
 # Hand-written files with blocks copied from generated fragments.
 QUOTING = (pathlib.Path('README.md'),
-           pathlib.Path('docs', 'getting_started.md'))
+           pathlib.Path('docs', 'getting_started.md'),
+           pathlib.Path('BUILD_NOTES.md'))
 
 
 def outputs(groups: Mapping[str, Sequence[Mapping[str, Any]]]

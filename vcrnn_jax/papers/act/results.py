@@ -96,6 +96,22 @@ def main_command_text(main: Sequence[Mapping[str, Any]],
   return text + '\n'
 
 
+def headline_text(main: Sequence[Mapping[str, Any]],
+                  no_act: Sequence[Mapping[str, Any]]) -> str:
+  """One line for BUILD_NOTES: the main command's mean ± std and the
+  baseline's."""
+  ponder = records.mean_std(r['final']['ponder'] for r in main)
+  text = (f'Parity, 64 bits, `python -m experiments.act_parity --tau=0.01`, '
+          f'{_steps_k(main)} steps, {records.seeds_text(main)}: '
+          f'{_mean_std_pct(_errors(main))} sequence error (ponder '
+          f'{ponder[0]:.2f} ± {ponder[1] or 0:.2f}; at commit '
+          f'{main[0]["commit"][:7]} on {main[0]["machine"]["name"]})')
+  if no_act:
+    text += (f'; without ACT ({_steps_k(no_act)} steps, '
+             f'{records.seeds_text(no_act)}): {_mean_std_pct(_errors(no_act))}')
+  return text + '.\n'
+
+
 def seeds_table(main: Sequence[Mapping[str, Any]]) -> str:
   """Per seed: the error at a third, two thirds and the end of training,
   the final ponder, the wall time and the rate; then mean ± std."""
@@ -176,9 +192,11 @@ def draw_curves(data: Mapping[str, Any], path):
             label='no ACT' if i == 0 else None)
   ax.axhline(100 * data['threshold'], color='black', linewidth=0.8,
              linestyle=':', label='the paper\'s 5%')
-  ax.set_yscale('log')
+  # Symmetric log: a seed at 0% stays on the plot.
+  ax.set_yscale('symlog', linthresh=0.1, linscale=0.5)
+  ax.set_ylim(0, 100)
   ax.set_xlabel('training step (thousands)')
-  ax.set_ylabel('sequence error, % (log scale)')
+  ax.set_ylabel('sequence error, % (log scale above 0.1%)')
   ax.set_title('Parity, 64 bits, τ = 0.01: held-out sequence error per seed')
   ax.grid(alpha=0.3, which='both')
   ax.legend(fontsize=8, ncol=2)
@@ -221,6 +239,7 @@ def outputs(groups: Mapping[str, Sequence[Mapping[str, Any]]]
   curves = curves_data(main, no_act)
   out = [records.Output('act/main_command.md',
                         main_command_text(main, no_act)),
+         records.Output('act/headline.md', headline_text(main, no_act)),
          records.Output('act/parity_seeds.md', seeds_table(main)),
          records.Output('act/parity_curves.svg', data=curves,
                         draw=lambda p: draw_curves(curves, p))]
