@@ -116,7 +116,10 @@ def seeds_table(main: Sequence[Mapping[str, Any]]) -> str:
   """Per seed: the error at a third, two thirds and the end of training,
   the final ponder, the wall time and the rate; then mean ± std."""
   last = max(r['steps'] for r in main)
-  marks = [last // 3, 2 * last // 3, last]
+  # The evaluations nearest a third, two thirds and the end of training.
+  steps = sorted({p['step'] for p in main[0]['curve']})
+  marks = list(dict.fromkeys(min(steps, key=lambda s, t=t: abs(s - t))
+                             for t in (last / 3, 2 * last / 3, last)))
   header = (['seed'] + [f'error at {m // 1000}k' for m in marks]
             + ['ponder', 'wall', 'steps/s (last interval)'])
   rows = []
