@@ -484,8 +484,9 @@ def table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
 
 
 def seeds_text(records: Sequence[Mapping[str, Any]]) -> str:
-  """``'seeds 0-4'``, ``'seeds 0, 2'`` or ``'seed 3'``."""
-  seeds = sorted(r['seed'] for r in records if r.get('seed') is not None)
+  """``'seeds 0-4'``, ``'seeds 0, 2'`` or ``'seed 3'``: the distinct seeds
+  of ``records``."""
+  seeds = sorted({r['seed'] for r in records if r.get('seed') is not None})
   if len(seeds) == 1:
     return f'seed {seeds[0]}'
   if seeds and seeds == list(range(seeds[0], seeds[-1] + 1)):

@@ -49,8 +49,12 @@ def _per_seed(runs, key: str, digits: int, scale: float = 1.0) -> str:
 
 
 def _settings(runs) -> str:
-  steps = sorted({r['steps'] for r in runs})
-  return ', '.join(f'{s:,}' for s in steps) + ' steps'
+  """``'2 epochs (74 steps)'``: how long the runs trained."""
+  steps = ', '.join(f'{s:,}' for s in sorted({r['steps'] for r in runs}))
+  epochs = sorted({r['flags'].get('epochs') for r in runs} - {None})
+  if len(epochs) == 1:
+    return f'{epochs[0]} epochs ({steps} steps)'
+  return f'{steps} steps'
 
 
 def table1(groups) -> str:
@@ -118,7 +122,7 @@ def outputs(groups: Mapping[str, Sequence[Mapping[str, Any]]]
   out = []
   synthetic = _experiments(groups, SYNTHETIC)
   if synthetic:
-    data = _curves(synthetic, 'mse')
+    data = _curves(synthetic, 'valid_mse')
     out += [records.Output('rehn/table1.md', table1(groups)),
             records.Output('rehn/table1_curves.svg', data=data,
                            draw=lambda p: records.draw_curves(
@@ -129,7 +133,7 @@ def outputs(groups: Mapping[str, Sequence[Mapping[str, Any]]]
                                scale=1e3, steps_per_unit=1e3))]
   har = _experiments(groups, HAR)
   if har:
-    data = _curves(har, 'accuracy')
+    data = _curves(har, 'test_accuracy')
     out += [records.Output('rehn/table2.md', table2(groups)),
             records.Output('rehn/table2_curves.svg', data=data,
                            draw=lambda p: records.draw_curves(
