@@ -233,3 +233,24 @@ def test_record_binary(tmp_path):
   assert record['machine']['name'] == 'M' and record['dirty'] is False
   assert records.read_records(tmp_path / 'records')['act/parity'][1][
       'path'] == 'act/parity/seed=1.json'
+
+
+def _act_record(seed, error, ponder=3.0, steps=300_000, wall=100.0):
+  return {'seed': seed, 'steps': steps, 'wall_s': wall, 'commit': 'd' * 40,
+          'machine': {'name': 'M', 'cores': 2, 'cpu': 'x'},
+          'versions': {'python': '3.11', 'jax': '0.10', 'flax': '0.12',
+                       'optax': '0.2'},
+          'final': {'sequence_error': error, 'ponder': ponder,
+                    'steps_per_sec': 10.0},
+          'curve': [{'step': steps, 'sequence_error': error}]}
+
+
+def test_act_headline_names_seeds_at_or_above_the_paper():
+  from vcrnn_jax.papers.act import results as act_results
+  main = [_act_record(0, 0.01), _act_record(1, 0.05)]
+  text = act_results.main_command_text(main, [])
+  assert '**3.00% ± 2.83%**' in text and 'per seed 1.0% / 5.0%' in text
+  assert "Seed 1 ends at 5.0%, at or above the paper's 5%." in text
+  text = act_results.main_command_text(main[:1], [_act_record(0, 0.4)])
+  assert "Every seed is below the paper's 5%" in text
+  assert 'without ACT' in text and 'stays at 40.00%' in text

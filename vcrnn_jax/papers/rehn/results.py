@@ -57,6 +57,23 @@ def _settings(runs) -> str:
   return f'{steps} steps'
 
 
+def order_text(models: Mapping[str, list], key: str, what: str, *,
+               lower: bool) -> str:
+  """The models ordered by their mean ``key`` (best first), beside the
+  paper's order of the same models."""
+  sign = 1 if lower else -1
+  ours = sorted(models, key=lambda n: sign * records.mean_std(
+      _test(r, key) for r in models[n])[0])
+  paper = {n: (_paper(runs) or {}).get('mean') for n, runs in models.items()}
+  rel = ' < ' if lower else ' > '
+  text = f'Mean {what}, best first: {rel.join(ours)}'
+  if None not in paper.values():
+    theirs = sorted(models, key=lambda n: sign * paper[n])
+    text += (f'; the paper: {rel.join(theirs)}'
+             + (' (the same order)' if theirs == ours else ''))
+  return text + '.\n'
+
+
 def table1(groups) -> str:
   """Table 1 at the recorded size: per model, the test MSE (x 1e-3) of the
   final parameters and at the best validation epoch, over seeds."""
@@ -83,7 +100,8 @@ def table1(groups) -> str:
        'mean depth', 'paper', 'seeds', 'trained'], rows)
           + '\nTest MSE in units of $10^{-3}$, of the final parameters and '
           'at the epoch of least validation MSE. '
-          + records.provenance(every) + '\n')
+          + records.provenance(every) + '\n\n'
+          + order_text(models, 'test_mse_e3', 'test MSE', lower=True))
 
 
 def table2(groups) -> str:
@@ -108,7 +126,9 @@ def table2(groups) -> str:
   return (records.table(
       ['model', 'params', 'test accuracy', 'per seed', 'mean depth',
        'paper (100 epochs)', 'seeds', 'trained'], rows)
-          + '\n' + records.provenance(every) + '\n')
+          + '\n' + records.provenance(every) + '\n\n'
+          + order_text(models, 'test_accuracy', 'test accuracy',
+                       lower=False))
 
 
 def _curves(models: Mapping[str, list], key: str) -> dict:
