@@ -6,12 +6,20 @@ Build (from the repository root)::
   python -m sphinx -W --keep-going -b html docs docs/_build/html
 
 The guides under ``guides/`` are MyST notebooks that myst-nb executes during
-the build; their outputs are cached in ``docs/_build/.jupyter_cache``.
+the build; their outputs are cached in ``docs/_build/.jupyter_cache``. The
+results pages include the fragments and figures that ``python -m
+experiments.results`` generates from the run records into
+``results/generated/``.
+
+The site works without internet: MathJax comes from the
+``sphinx-mathjax-offline`` package (the ``docs`` extra), copied into
+``_static/mathjax`` instead of loaded from a CDN.
 """
 
 import inspect
 import os
 import pathlib
+import posixpath
 import re
 import sys
 
@@ -33,10 +41,15 @@ extensions = [
     'sphinx.ext.autodoc',
     'sphinx.ext.napoleon',
     'sphinx.ext.mathjax',
+    # MathJax 3 shipped with the package, so maths renders offline.
+    'sphinx-mathjax-offline',
     'sphinx.ext.viewcode',
 ]
 
-exclude_patterns = ['_build', 'Thumbs.db', '.DS_Store', '**.ipynb_checkpoints']
+# Generated fragments are included by the results pages, not pages of
+# their own.
+exclude_patterns = ['_build', 'Thumbs.db', '.DS_Store', '**.ipynb_checkpoints',
+                    'results/generated', 'results/records']
 source_suffix = {'.rst': 'restructuredtext', '.md': 'myst-nb'}
 
 html_theme = 'furo'
@@ -116,5 +129,43 @@ def _namedtuple_field_doc(app, what, name, obj, options, lines):
   lines[:] = [comment] if comment else []
 
 
+# viewcode gives every object of a module's source page one anchor prefix:
+# the module name of the first page that documented an object of that module.
+# Objects re-exported at the package root (``vcrnn_jax.Cell``) and those
+# documented in their own module (``vcrnn_jax.core.InputSizeError``) share
+# core.py's page, so half of its "[docs]" links pointed to anchors that do
+# not exist. After the build, each such link is pointed at the object's
+# real anchor, found in the Python domain by its module and name.
+_VIEWCODE_BACK = re.compile(
+    r'(<div class="viewcode-block" id="(?P<name>[^"]+)">\s*'
+    r'<a class="viewcode-back" href=")(?P<page>[^"#]*)#(?P<anchor>[^"]+)"')
+
+
+def _fix_viewcode_backlinks(app, exc):
+  if exc is not None or app.builder.format != 'html':
+    return
+  objects = app.env.get_domain('py').objects
+  outdir = pathlib.Path(app.outdir)
+  root = outdir / '_modules'
+  for path in sorted(root.rglob('*.html')):
+    module = '.'.join(path.relative_to(root).with_suffix('').parts)
+    here = posixpath.dirname(path.relative_to(outdir).as_posix())
+
+    def fix(match, module=module, here=here):
+      if match['anchor'] in objects:
+        return match[0]
+      entry = objects.get(f'{module}.{match["name"]}')
+      if entry is None:
+        return match[0]
+      page = posixpath.relpath(app.builder.get_target_uri(entry.docname), here)
+      return f'{match[1]}{page}#{entry.node_id}"'
+
+    text = path.read_text(encoding='utf-8')
+    fixed = _VIEWCODE_BACK.sub(fix, text)
+    if fixed != text:
+      path.write_text(fixed, encoding='utf-8')
+
+
 def setup(app):
   app.connect('autodoc-process-docstring', _namedtuple_field_doc)
+  app.connect('build-finished', _fix_viewcode_backlinks)

@@ -20,7 +20,11 @@ sub-directory layout) and writes, in ``--out`` (default: ``--runs``):
   runs: steps and accuracy per number of non-zero elements, averaged over
   seeds, PonderNet Fig. 3), after the tables.
 
-It trains nothing; rerun it as runs finish.
+It trains nothing; rerun it as runs finish. The results page's tables and
+figures are not made here but from run records (``experiments.record``, then
+``python -m experiments.results``, which calls
+``vcrnn_jax.papers.family.summary.outputs``), so that they carry their
+commit and machine.
 """
 
 import csv

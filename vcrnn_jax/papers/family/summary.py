@@ -7,6 +7,11 @@ run, :func:`aggregate` takes the mean and spread over seeds, and
 :func:`markdown_table` formats the result for the docs. The adding task's
 figure is :func:`vcrnn_jax.papers.family.plots.plot_error_vs_updates`.
 
+The same rows come from run records (:mod:`vcrnn_jax.analysis.records`):
+:func:`runs_from_records` reads the ``results.json`` each record carries,
+and :func:`outputs` gives the results page's generated tables and figures
+(``python -m experiments.results``).
+
 Example::
 
   runs = summary.read_runs('runs/family_adding')
@@ -18,10 +23,12 @@ Example::
 
 from collections.abc import Mapping, Sequence
 import json
-import math
 import pathlib
 import statistics
 from typing import Any
+
+from vcrnn_jax.analysis import records
+from vcrnn_jax.papers.family import plots as family_plots
 
 # The knob that varies within a method's grid (PonderNet Sec. 3.1 grids the
 # prior; ACT's paper grids tau; Fojo et al. compare rho).
@@ -107,53 +114,9 @@ def adding_rows(runs: Sequence[Mapping[str, Any]]) -> list[dict]:
   return rows
 
 
-def aggregate(rows: Sequence[Mapping[str, Any]], keys: Sequence[str],
-              values: Sequence[str]) -> list[dict]:
-  """Rows grouped by ``keys``: per value its mean over the group
-  (``<value>``), the sample standard deviation (``<value>_std``, None for
-  one run) and the group's size (``runs``), in first-seen order."""
-  groups: dict[tuple, list[Mapping[str, Any]]] = {}
-  for row in rows:
-    groups.setdefault(tuple(row[k] for k in keys), []).append(row)
-  out = []
-  for key, members in groups.items():
-    row = dict(zip(keys, key), runs=len(members))
-    for v in values:
-      xs = [m[v] for m in members if m.get(v) is not None]
-      row[v] = statistics.fmean(xs) if xs else None
-      row[f'{v}_std'] = statistics.stdev(xs) if len(xs) > 1 else None
-    out.append(row)
-  return out
-
-
-def _cell(value: Any, measured: bool, spread: Any = None) -> str:
-  if value is None:
-    return '-'
-  if not isinstance(value, float):
-    return str(value)
-  if not measured:        # a setting (a budget, a bit count): as given
-    return f'{value:g}'
-  text = f'{value:.2e}' if abs(value) < 1e-2 or abs(value) >= 1e3 else (
-      f'{value:.3f}')
-  if spread is not None and math.isfinite(spread):
-    text += f' ± {spread:.2g}'
-  return text
-
-
-def markdown_table(rows: Sequence[Mapping[str, Any]],
-                   columns: Sequence[str]) -> str:
-  """A Markdown table of ``columns``; a column with a ``<name>_std`` in the
-  rows is a measurement, written ``mean ± std`` to three figures, the others
-  as given; a ``runs`` column is added when the rows have one."""
-  if rows and 'runs' in rows[0] and 'runs' not in columns:
-    columns = [*columns, 'runs']
-  lines = ['| ' + ' | '.join(columns) + ' |',
-           '|' + ' --- |' * len(columns)]
-  for row in rows:
-    lines.append('| ' + ' | '.join(
-        _cell(row.get(c), f'{c}_std' in row, row.get(f'{c}_std'))
-        for c in columns) + ' |')
-  return '\n'.join(lines) + '\n'
+# The table helpers are the records layer's, under their earlier names.
+aggregate = records.aggregate
+markdown_table = records.markdown_table
 
 
 def by_count_means(runs: Sequence[Mapping[str, Any]], setting: str
@@ -174,4 +137,67 @@ def by_count_means(runs: Sequence[Mapping[str, Any]], setting: str
          **{k: statistics.fmean(r[k] for r in rows)
             for k in ('accuracy', 'ponder', 'steps')}}
         for rows in zip(*seeds)]
+  return out
+
+
+# ----------------------------------------------------------------------------
+# From run records (docs/results/records/family/<experiment>/<run>.json).
+
+PAPER = 'family'
+
+
+def runs_from_records(groups: Mapping[str, Sequence[Mapping[str, Any]]]
+                      ) -> list[dict]:
+  """The ``results.json`` of every family record, as :func:`read_runs`
+  gives them (``run``: the record's path), in path order."""
+  runs = []
+  for name in sorted(groups):
+    if name.split('/')[0] != PAPER:
+      continue
+    for record in groups[name]:
+      if record.get('results'):
+        runs.append({**record['results'], 'run': record['path']})
+  return runs
+
+
+def _records_of(groups, runs) -> list[Mapping[str, Any]]:
+  paths = {r['run'] for r in runs}
+  return [r for name, rs in sorted(groups.items()) for r in rs
+          if r['path'] in paths]
+
+
+def outputs(groups: Mapping[str, Sequence[Mapping[str, Any]]]
+            ) -> list[records.Output]:
+  """The family page's generated files: per setting, the parity table
+  (``family/parity_<setting>.md``, mean ± std over seeds) and the per-count
+  figure (``family/by_count_<setting>.svg``); the adding task's table and
+  figure when it has records."""
+  runs = runs_from_records(groups)
+  out = []
+  parity = parity_rows(runs)
+  for setting in dict.fromkeys(r['setting'] for r in parity):
+    rows = [r for r in parity if r['setting'] == setting]
+    mine = [run for run in runs if run.get('setting') == setting]
+    text = (markdown_table(aggregate(rows, PARITY_KEYS, PARITY_VALUES),
+                           PARITY_KEYS + PARITY_VALUES)
+            + '\n' + records.provenance(_records_of(groups, mine)) + '\n')
+    out.append(records.Output(f'family/parity_{setting}.md', text))
+    series = by_count_means(runs, setting)
+    if series:
+      out.append(records.Output(
+          f'family/by_count_{setting}.svg', data=series,
+          draw=lambda p, s=series, t=setting: family_plots.plot_by_count(
+              s, p, title=f'Parity, {t}: mean over seeds')))
+  adding = adding_rows(runs)
+  if adding:
+    mine = [run for run in runs if 'method' not in run]
+    text = (markdown_table(aggregate(adding, ADDING_KEYS, ADDING_VALUES),
+                           ADDING_KEYS + ADDING_VALUES)
+            + '\n' + records.provenance(_records_of(groups, mine)) + '\n')
+    data = [{k: r[k] for k in ('model', 'budget', 'vc_target', 'mse',
+                               'update_fraction')} for r in adding]
+    out += [records.Output('family/adding.md', text),
+            records.Output('family/error_vs_updates.svg', data=data,
+                           draw=lambda p: family_plots.plot_error_vs_updates(
+                               data, p))]
   return out

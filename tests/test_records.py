@@ -1,0 +1,256 @@
+"""Run records (vcrnn_jax.analysis.records), the generator and its checks.
+
+The first tests are the guard of the published numbers: every generated
+fragment and figure under docs/results/generated, and every generated block
+of README.md and docs/getting_started.md, must be what the records under
+docs/results/records give (``python -m experiments.results`` rebuilds them).
+"""
+
+import json
+import pathlib
+import re
+
+import pytest
+
+from tests import _binaries
+from vcrnn_jax.analysis import records
+from vcrnn_jax.papers import results
+
+REPO = _binaries.REPO
+RECORDS = REPO / results.RECORDS
+GENERATED = REPO / results.GENERATED
+
+
+@pytest.fixture(scope='module')
+def repo_outputs():
+  groups = records.read_records(RECORDS)
+  return groups, results.outputs(groups)
+
+
+def test_generated_files_match_the_records(repo_outputs):
+  _, outs = repo_outputs
+  stale = records.stale_outputs(outs, GENERATED)
+  assert not stale, ('generated results are stale; run `python -m '
+                     'experiments.results`:\n' + '\n'.join(stale))
+
+
+@pytest.mark.parametrize('path', results.QUOTING, ids=str)
+def test_quoted_results_are_the_generated_ones(repo_outputs, path):
+  _, outs = repo_outputs
+  text = (REPO / path).read_text()
+  blocks = records.marked_blocks(text)
+  assert blocks, f'{path} quotes no generated result'
+  fragments = results.fragments(outs)
+  for name, body in blocks.items():
+    assert body == fragments.get(name), (
+        f'{path}: block "{name}" is not what the records give; run `python '
+        '-m experiments.results`')
+  if path.name == 'BUILD_NOTES.md':
+    return    # its other results are typed history, each with its commit
+  # Outside the generated blocks, no measured percentage: a result typed by
+  # hand is not held by any record.
+  outside = re.sub(r'<!-- generated: (\S+) begin -->.*?<!-- generated: \1 '
+                   r'end -->', '', text, flags=re.S)
+  # ("the 5% largest m_t" names a measure, not a result.)
+  typed = [line for line in outside.splitlines()
+           if re.search(r'\d(\.\d+)?\s?%(?! largest)', line)]
+  assert not typed, f'{path} quotes numbers no record holds: {typed}'
+
+
+def test_every_record_is_small_and_complete():
+  for path in sorted(RECORDS.glob('**/*.json')):
+    assert path.stat().st_size < 30_000, path
+    record = json.loads(path.read_text())
+    for key in ('command', 'flags', 'seed', 'commit', 'versions', 'machine',
+                'final', 'curve', 'wall_s', 'steps'):
+      assert key in record, (path, key)
+    assert re.fullmatch(r'[0-9a-f]{40}', record['commit']), path
+    assert record['command'].startswith('python -m experiments.'), path
+
+
+def test_headline_has_five_seeds(repo_outputs):
+  groups, _ = repo_outputs
+  main = groups['act/parity']
+  assert sorted(r['seed'] for r in main) == [0, 1, 2, 3, 4]
+  assert {r['steps'] for r in main} == {300_000}
+
+
+# ----------------------------------------------------------------------------
+# The record of a run.
+
+
+def _workdir(root: pathlib.Path, seed=3, resumed=False) -> pathlib.Path:
+  """A finished run's files: metrics, flags, two TensorBoard segments when
+  ``resumed``, a difficulty table."""
+  root.mkdir(parents=True)
+  lines = []
+  for i, step in enumerate(range(100, 1100, 100)):
+    lines.append({'step': step, 'time': 1000.0 + 10 * i,
+                  'train_loss': 0.5, 'sequence_error': 0.5 - 0.04 * i,
+                  'ponder': 2.0 + 0.1 * i, 'steps_per_sec': 50.0})
+  lines.append(dict(lines[-1], sequence_error=0.1))  # step 1000 re-evaluated
+  (root / 'metrics.jsonl').write_text(
+      ''.join(json.dumps(x) + '\n' for x in lines))
+  (root / 'flags.json').write_text(json.dumps({'seed': seed, 'tau': 0.01}))
+  tb = root / 'tensorboard'
+  tb.mkdir()
+  (tb / 'events.out.tfevents.995.host').write_text('')
+  if resumed:
+    (tb / 'events.out.tfevents.1045.host').write_text('')
+  (root / 'difficulty.csv').write_text(
+      'difficulty,sequence_error,ponder\n1,0.0,3.000000238418579\n2,0.25,3.5\n')
+  return root
+
+
+def test_make_record(tmp_path):
+  wd = _workdir(tmp_path / 'seed=3')
+  record = records.make_record(
+      wd, command='python -m experiments.act_parity --seed={seed}',
+      commit='a' * 40, machine_info={'name': 'M', 'cpu': 'x', 'cores': 2},
+      versions_info={'python': '3.11', 'jax': '0.10'}, max_points=4)
+  assert record['command'] == 'python -m experiments.act_parity --seed=3'
+  assert record['binary'] == 'act_parity' and record['seed'] == 3
+  assert record['steps'] == 1000 and record['wall_s'] == 95.0
+  # The re-evaluated step keeps its last line; the curve is held-out only.
+  assert record['final']['sequence_error'] == 0.1
+  assert [p['step'] for p in record['curve']] == [100, 400, 700, 1000]
+  assert set(record['curve'][0]) == {'step', 'sequence_error', 'ponder'}
+  assert record['tables']['difficulty'] == [
+      {'difficulty': 1, 'sequence_error': 0.0, 'ponder': 3.0},
+      {'difficulty': 2, 'sequence_error': 0.25, 'ponder': 3.5}]
+  text = records.record_text(record)
+  assert json.loads(text)['seed'] == 3
+  # One line per curve point.
+  assert '\n  {"ponder": 2.0, "sequence_error": 0.5, "step": 100},\n' in text
+
+
+def test_wall_seconds_adds_the_segments_of_a_resumed_run(tmp_path):
+  wd = _workdir(tmp_path / 'run', resumed=True)
+  rows = records.read_metrics(wd)
+  # 995 -> 1040 (the evaluations before the restart), 1045 -> 1090.
+  assert records.wall_seconds(wd, rows) == 45.0 + 45.0
+  assert records.wall_seconds(tmp_path, rows) is None
+
+
+def test_seed_entry_of_a_multi_seed_binary(tmp_path):
+  wd = _workdir(tmp_path / 'model' / 'seed=1', seed=None)
+  (tmp_path / 'model' / 'results.json').write_text(json.dumps({
+      'model': 'ei_rehn20', 'test_mse_e3': {'mean': 1.0, 'std': 0.1},
+      'seeds': [{'seed': 0, 'test': {'mse': 2.0}},
+                {'seed': 1, 'test': {'mse': 3.0}}]}))
+  record = records.make_record(wd, command='python -m experiments.x',
+                               commit='b' * 40, machine_info={},
+                               versions_info={})
+  assert record['seed'] == 1
+  assert record['results']['test'] == {'mse': 3.0}
+  assert record['results']['shared'] == {
+      'model': 'ei_rehn20', 'test_mse_e3': {'mean': 1.0, 'std': 0.1}}
+
+
+def test_find_runs_and_names(tmp_path):
+  for s in (0, 1):
+    _workdir(tmp_path / 'runs' / f'seed={s}')
+  runs = records.find_runs(tmp_path / 'runs')
+  assert [records.run_name(r, tmp_path / 'runs') for r in runs] == [
+      'seed=0', 'seed=1']
+  assert records.find_runs(runs[0]) == [runs[0]]
+  with pytest.raises(ValueError, match='no metrics.jsonl under'):
+    records.find_runs(tmp_path / 'empty')
+
+
+def test_thin_keeps_the_ends():
+  rows = [{'step': i} for i in range(10)]
+  assert [r['step'] for r in records.thin(rows, 4)] == [0, 3, 6, 9]
+  assert records.thin(rows[:3], 4) == rows[:3]
+  with pytest.raises(ValueError, match='max_points'):
+    records.thin(rows, 1)
+
+
+def test_mean_std_and_seeds_text():
+  assert records.mean_std([1.0, None, 3.0]) == (2.0, pytest.approx(2 ** .5),
+                                                2)
+  assert records.mean_std([4.0]) == (4.0, None, 1)
+  with pytest.raises(ValueError):
+    records.mean_std([None])
+  assert records.seeds_text([{'seed': s} for s in (2, 0, 1)]) == 'seeds 0-2'
+  assert records.seeds_text([{'seed': s} for s in (0, 2)]) == 'seeds 0, 2'
+  assert records.seeds_text([{'seed': 5}]) == 'seed 5'
+
+
+# ----------------------------------------------------------------------------
+# Generated files and blocks.
+
+
+def test_outputs_round_trip_and_staleness(tmp_path):
+  drawn = []
+
+  def draw(path):
+    drawn.append(path)
+    path.write_text('<svg/>')
+
+  outs = [records.Output('p/table.md', '| a |\n'),
+          records.Output('p/fig.svg', draw=draw, data={'x': [1, 2]})]
+  records.write_outputs(outs, tmp_path)
+  assert drawn == [tmp_path / 'p' / 'fig.svg']
+  assert records.stale_outputs(outs, tmp_path) == []
+  changed = [records.Output('p/table.md', '| b |\n'),
+             records.Output('p/fig.svg', draw=draw, data={'x': [1, 3]})]
+  assert records.stale_outputs(changed, tmp_path) == [
+      'p/table.md: text differs from the records',
+      'p/fig.svg: drawn from other inputs than the records']
+  (tmp_path / 'p' / 'old.md').write_text('x')
+  assert records.stale_outputs(outs, tmp_path) == [
+      'p/old.md: no record makes it']
+  # Rewriting removes what no output names.
+  records.write_outputs(outs, tmp_path)
+  assert not (tmp_path / 'p' / 'old.md').exists()
+
+
+def test_fill_blocks():
+  text = ('a\n<!-- generated: x/y begin -->\nold\n'
+          '<!-- generated: x/y end -->\nb\n')
+  assert records.marked_blocks(text) == {'x/y': 'old\n'}
+  new = records.fill_blocks(text, {'x/y': 'new 1%\n'})
+  assert records.marked_blocks(new) == {'x/y': 'new 1%\n'}
+  assert new.startswith('a\n') and new.endswith('end -->\nb\n')
+  with pytest.raises(ValueError, match='no generated fragment'):
+    records.fill_blocks(text, {})
+
+
+def test_record_binary(tmp_path):
+  _workdir(tmp_path / 'runs' / 'seed=0', seed=0)
+  _workdir(tmp_path / 'runs' / 'seed=1', seed=1)
+  out = tmp_path / 'records' / 'act' / 'parity'
+  proc = _binaries.run_binary('record', [
+      f'--workdir={tmp_path / "runs"}', f'--out={out}', '--machine=M',
+      '--commit=' + 'c' * 40,
+      '--command=python -m experiments.act_parity --tau=0.01 --seed={seed}'])
+  assert proc.returncode == 0, proc.stderr
+  assert sorted(p.name for p in out.iterdir()) == ['seed=0.json',
+                                                   'seed=1.json']
+  record = json.loads((out / 'seed=1.json').read_text())
+  assert record['command'].endswith('--seed=1')
+  assert record['machine']['name'] == 'M' and record['dirty'] is False
+  assert records.read_records(tmp_path / 'records')['act/parity'][1][
+      'path'] == 'act/parity/seed=1.json'
+
+
+def _act_record(seed, error, ponder=3.0, steps=300_000, wall=100.0):
+  return {'seed': seed, 'steps': steps, 'wall_s': wall, 'commit': 'd' * 40,
+          'machine': {'name': 'M', 'cores': 2, 'cpu': 'x'},
+          'versions': {'python': '3.11', 'jax': '0.10', 'flax': '0.12',
+                       'optax': '0.2'},
+          'final': {'sequence_error': error, 'ponder': ponder,
+                    'steps_per_sec': 10.0},
+          'curve': [{'step': steps, 'sequence_error': error}]}
+
+
+def test_act_headline_names_seeds_at_or_above_the_paper():
+  from vcrnn_jax.papers.act import results as act_results
+  main = [_act_record(0, 0.01), _act_record(1, 0.05)]
+  text = act_results.main_command_text(main, [])
+  assert '**3.00% ± 2.83%**' in text and 'per seed 1.0% / 5.0%' in text
+  assert "Seed 1 ends at 5.0%, at or above the paper's 5%." in text
+  text = act_results.main_command_text(main[:1], [_act_record(0, 0.4)])
+  assert "Every seed is below the paper's 5%" in text
+  assert 'without ACT' in text and 'stays at 40.00%' in text
