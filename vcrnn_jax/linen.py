@@ -51,7 +51,7 @@ import jax.numpy as jnp
 
 from vcrnn_jax import act, cells, loops, ponder, rehn, repeat, skip, vc
 from vcrnn_jax.cells import _common
-from vcrnn_jax.core import Cell, Context, as_context
+from vcrnn_jax.core import Cell, Context, as_context, select_rows
 
 Initializer = _common.Initializer
 # The factories' defaults, read from their signatures (declared once).
@@ -364,7 +364,8 @@ class VCRNN(CellModule):
   scheduler_init: Initializer = _VCRNN.scheduler_init
   hard: bool = _VCRNN.hard
   block_sizes: Any = _VCRNN.block_sizes
-  batch_groups: int = _VCRNN.batch_groups
+  compact_rows: int | None = _VCRNN.compact_rows
+  batch_groups: int | None = _VCRNN.batch_groups
   kernel_init: Initializer = _VCRNN.kernel_init
   recurrent_init: Initializer = _VCRNN.recurrent_init
   bias_init: Initializer = _VCRNN.bias_init
@@ -385,7 +386,8 @@ class VCGRU(CellModule):
   scheduler_init: Initializer = _VCGRU.scheduler_init
   hard: bool = _VCGRU.hard
   block_sizes: Any = _VCGRU.block_sizes
-  batch_groups: int = _VCGRU.batch_groups
+  compact_rows: int | None = _VCGRU.compact_rows
+  batch_groups: int | None = _VCGRU.batch_groups
   kernel_init: Initializer = _VCGRU.kernel_init
   recurrent_init: Initializer = _VCGRU.recurrent_init
   bias_init: Initializer = _VCGRU.bias_init
@@ -597,7 +599,8 @@ class Skip(CellModule):
   update_bias: float = _SKIP.update_bias
   features: Callable[[Any, jax.Array], jax.Array] | None = _SKIP.features
   hard: bool = _SKIP.hard
-  row_buckets: int = _SKIP.row_buckets
+  compact_rows: int | None = _SKIP.compact_rows
+  row_buckets: int | None = _SKIP.row_buckets
   kernel_init: Initializer = _SKIP.kernel_init
   param_dtype: Any = _SKIP.param_dtype
 
@@ -619,12 +622,6 @@ class Skip(CellModule):
   def initialize_carry(self, rng, input_shape):
     state = super().initialize_carry(rng, input_shape)
     return state._replace(cell=self.inner.initialize_carry(rng, input_shape))
-
-
-def _select(pred: jax.Array, new: Any, old: Any) -> Any:
-  def sel(a, b):
-    return jnp.where(pred.reshape(pred.shape + (1,) * (a.ndim - 1)), a, b)
-  return jax.tree_util.tree_map(sel, new, old)
 
 
 class RNN(nn.Module):
@@ -728,8 +725,8 @@ class RNN(nn.Module):
       valid = t < lengths
       active = valid if context.active is None else valid & context.active
       new_carry, y = cell(carry, x, context._replace(active=active))
-      y = _select(valid, y, jax.tree_util.tree_map(jnp.zeros_like, y))
-      return _select(valid, new_carry, carry), y
+      y = select_rows(valid, y, jax.tree_util.tree_map(jnp.zeros_like, y))
+      return select_rows(valid, new_carry, carry), y
 
     scan = nn.scan(step, variable_axes=self.variable_axes,
                    variable_broadcast=self.variable_broadcast,
