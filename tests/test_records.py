@@ -221,7 +221,7 @@ def test_record_binary(tmp_path):
   _workdir(tmp_path / 'runs' / 'seed=0', seed=0)
   _workdir(tmp_path / 'runs' / 'seed=1', seed=1)
   out = tmp_path / 'records' / 'act' / 'parity'
-  proc = _binaries.run_binary('record', [
+  proc = _binaries.run('record', [
       f'--workdir={tmp_path / "runs"}', f'--out={out}', '--machine=M',
       '--commit=' + 'c' * 40,
       '--command=python -m experiments.act_parity --tau=0.01 --seed={seed}'])
