@@ -13,20 +13,13 @@ paper's baseline (the same network without ACT; with one input step its
 recurrence is unused and it is a one-hidden-layer feed-forward net).
 ``--difficulty_report`` adds error and ponder per number of bits (Fig. 6).
 
-Results on a 2-core CPU (CPU-2; docs/results/act.md has the full logs):
-
-* This command (flax's initialisation, the library default): 13.9%
-  sequence error at 90k steps, 1.7% at 110k, 0.2% at 200k and 300k
-  (ponder 3.06); 2,336 s on a machine shared with other jobs. Under the
-  earlier default initialisation (Glorot-uniform input kernels, fused) it
-  reached 4.9% at 90k, 1.8% at 110k and 1.0% at 300k (ponder 3.03) in
-  6 min 37 s on the idle machine, with error growing with the number of
-  bits, from 0% up to 13 bits to 2-4% at 57-64 bits, and seeds 1 and 2
-  ending at 4.2% and 0.6%.
-* ``--act=false``: 43.4% after 100k steps, the paper's "almost 40%".
-* ``--layout=random`` (non-zero bits at random positions instead of a
-  prefix): at 64 bits no run left chance level within 180k steps, while 12
-  and 16 bits reach 0.1% (35k steps) and 5.9% (200k steps).
+Results: five seeds of this command on a 2-core CPU end below the paper's
+5% (mean, spread and per-seed numbers in README.md and docs/results/act.md,
+generated from the run records under docs/results/records/act/);
+``--act=false`` stays near 40% error, the paper's "almost 40%".
+``--layout=random`` (non-zero bits at random positions instead of a prefix)
+is much harder: docs/results/act.md has those runs, with the commit that
+made them.
 
 Deviations from the paper: Adam with learning rate 1e-3 (``--learning_rate``)
 on one worker instead of 1e-4 with 16 Hogwild threads, and 300k updates by
