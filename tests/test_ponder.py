@@ -440,6 +440,47 @@ def test_params_tree_golden():
   assert params['output']['kernel'].dtype == jnp.float32
 
 
+@pytest.mark.parametrize('epsilon', [0.0, EPS])
+def test_reverse_kl_matches_numpy_and_has_gradients(epsilon):
+  cell = ponder.pondernet(_inner('elman'), O, max_steps=M, epsilon=epsilon,
+                          halting_bias=-0.5, param_dtype=jnp.float64)
+  params = cell.init(jax.random.key(0), D)
+  params['halting']['kernel'] = params['halting']['kernel'] * 3.0
+  x = _data()[0][:, 0]
+
+  def kl(params):
+    _, out = cell.apply(params, cell.initial_state(B), x)
+    return ponder.kl_to_geometric(out, LAMBDA_P, direction='reverse'), out
+
+  value, out = kl(params)
+  prior = LAMBDA_P * (1 - LAMBDA_P) ** np.arange(M)     # not renormalised
+  steps = np.asarray(out.steps)
+  if epsilon == 0.0:
+    assert np.all(steps == M)            # the reproductions' full unroll
+  else:
+    assert steps.min() < M               # the epsilon stop truncates the sum
+  want = [sum(q * np.log(q / pn) for q, pn in zip(prior[:n], row[:n]))
+          for row, n in zip(np.asarray(out.probs), steps)]
+  np.testing.assert_allclose(value, want, rtol=1e-12)
+  # Gradients against central differences of the NumPy value, along one
+  # direction of the halting params.
+  g = jax.grad(lambda p: jnp.sum(kl(p)[0]))(params)
+  v = jax.random.normal(jax.random.key(3), params['halting']['kernel'].shape,
+                        jnp.float64)
+
+  def along(t):
+    q = {**params, 'halting': {**params['halting'], 'kernel':
+                               params['halting']['kernel'] + t * v}}
+    return float(jnp.sum(kl(q)[0]))
+
+  numeric = (along(1e-6) - along(-1e-6)) / 2e-6
+  np.testing.assert_allclose(float(jnp.sum(g['halting']['kernel'] * v)),
+                             numeric, rtol=1e-6)
+  # The two directions are different regularisers.
+  paper = ponder.kl_to_geometric(out, LAMBDA_P)
+  assert not np.allclose(paper, value)
+
+
 def test_bad_arguments():
   elman = cells.elman(H)
   with pytest.raises(ValueError, match='output_size'):
@@ -461,6 +502,8 @@ def test_bad_arguments():
       ponder.kl_to_geometric(out, lambda_p)
   with pytest.raises(ValueError, match='mask must have the shape'):
     ponder.kl_to_geometric(out, 0.2, jnp.ones((2, 1)))
+  with pytest.raises(ValueError, match='direction must be one of'):
+    ponder.kl_to_geometric(out, 0.2, direction='forward')
   with pytest.raises(ValueError, match='mask must have the shape'):
     ponder.reconstruction_loss(out, jnp.zeros((2, 1)), squared_error,
                                jnp.ones(3))

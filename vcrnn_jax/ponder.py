@@ -34,6 +34,7 @@ from vcrnn_jax.core import (
 )
 
 INFERENCE_MODES = ('train', 'sample', 'median')
+KL_DIRECTIONS = ('paper', 'reverse')
 
 # fold_in constant of the halting draws' stream ('POND'), distinct from the
 # key the wrapped cell sees and from small layer indices.
@@ -401,25 +402,40 @@ def reconstruction_loss(out: PonderOutput, targets: Any, loss_fn,
 
 
 def kl_to_geometric(out: PonderOutput, lambda_p: float,
-                    mask: jax.Array | None = None) -> jax.Array:
-  r"""The regulariser :math:`\mathrm{KL}(p \,\|\, p_G(\lambda_p))` (P3).
+                    mask: jax.Array | None = None, *,
+                    direction: str = 'paper') -> jax.Array:
+  r"""The regulariser of P3: a KL divergence between ``p`` and a geometric prior.
+
+  ``direction='paper'`` (default) is PonderNet's P3,
 
   .. math::
 
-    \mathrm{KL} = \textstyle\sum_{n \le N} p_n
+    \mathrm{KL}(p \,\|\, p_G) = \textstyle\sum_{n \le N} p_n
         \log \frac{p_n}{p_G(n)}, \quad
-    p_G(n) = \lambda_p (1 - \lambda_p)^{n - 1}
+    p_G(n) = \lambda_p (1 - \lambda_p)^{n - 1}.
 
   ``p_G`` is *not* renormalised: ``p`` is zero after the ``N`` steps taken,
   so this is the exact divergence from ``p`` to the geometric prior on all
   of ``n = 1, 2, ...``, which is ``>= 0``. Renormalising ``p_G`` over the
   first ``N`` (or ``M``) steps would only subtract the constant ``-log(1 -
   (1 - lambda_p)^N)``: since ``sum_n p_n = 1`` the gradients are the same.
-  Terms with ``p_n = 0`` count zero (``0 log 0 = 0``).
+  Terms with ``p_n = 0`` count zero (``0 log 0 = 0``). In this direction
+  the term is ``-H(p)`` plus ``-log(1 - lambda_p)`` times the expected
+  number of steps: an entropy bonus and a small cost per step.
 
-  .. note:: labml's annotated PonderNet computes
-    ``KLDivLoss(log p, p_G)``, i.e. ``KL(p_G || p)`` over all ``M`` steps;
-    this is the paper's direction, ``KL(p || p_G)``.
+  ``direction='reverse'`` is what the public reproductions compute (labml's
+  ``KLDivLoss(log p, p_G)``): ``KL(p_G || p) = sum_{n <= N} p_G(n) log(p_G(n)
+  / p_n)`` over the steps taken, with ``p_G`` truncated there and not
+  renormalised. They unroll every row to ``M`` (``epsilon=0`` in
+  :func:`pondernet`); with the epsilon stop the sum ends at each row's
+  ``N``. It punishes a ``p`` that leaves any step the prior weighs without
+  mass, so it pushes mass to later steps where the paper's direction does
+  not. ``p_n`` is floored at the dtype's smallest normal number inside the
+  log, so a step whose ``p_n`` underflowed costs a large finite amount.
+
+  .. note:: Both directions are exact KL divergences of their truncations;
+    they are different regularisers, and the hyperparameters of one
+    (``beta``, ``lambda_p``) do not carry over to the other.
 
   Args:
     out: a :class:`PonderOutput` (one step, or a sequence from
@@ -428,17 +444,33 @@ def kl_to_geometric(out: PonderOutput, lambda_p: float,
       reproductions: 0.1 to 0.2; mean ``1 / lambda_p`` steps).
     mask: optional weights of the steps' shape (``[batch]`` or ``[batch,
       time]``); padded steps cost nothing.
+    direction: ``'paper'`` (``KL(p || p_G)``, P3) or ``'reverse'``
+      (``KL(p_G || p)``).
 
   Returns:
     ``[batch]``, summed over time for a sequence; the loss adds ``beta``
     times it (P3; public reproductions: ``beta = 0.01``).
 
   Raises:
-    ValueError: ``lambda_p`` is not in ``(0, 1)``, or ``mask`` does not
-      have the steps' shape.
+    ValueError: ``lambda_p`` is not in ``(0, 1)``, ``direction`` is not one
+      of :data:`KL_DIRECTIONS`, or ``mask`` does not have the steps' shape.
+
+  Example:
+
+    >>> import jax, jax.numpy as jnp
+    >>> from vcrnn_jax import cells, ponder
+    >>> net = ponder.pondernet(cells.gru(8), 1, max_steps=5, epsilon=0.0)
+    >>> params = net.init(jax.random.key(0), input_size=3)
+    >>> _, out = net.apply(params, net.initial_state(2), jnp.ones((2, 3)))
+    >>> [ponder.kl_to_geometric(out, 0.2, direction=d).shape
+    ...  for d in ponder.KL_DIRECTIONS]
+    [(2,), (2,)]
   """
   if not isinstance(lambda_p, jax.core.Tracer) and not 0.0 < lambda_p < 1.0:
     raise ValueError(f'lambda_p must be in (0, 1), got {lambda_p!r}.')
+  if direction not in KL_DIRECTIONS:
+    raise ValueError(f'direction must be one of {KL_DIRECTIONS}, got '
+                     f'{direction!r}.')
   _check_mask('kl_to_geometric', mask, tuple(out.steps.shape))
   probs = out.probs
   m = probs.shape[-1]
@@ -446,6 +478,11 @@ def kl_to_geometric(out: PonderOutput, lambda_p: float,
                                                + (m,))
   log_prior = (jnp.log(lambda_p).astype(probs.dtype)
                + n * jnp.log1p(-lambda_p).astype(probs.dtype))
+  if direction == 'reverse':
+    floor = jnp.finfo(probs.dtype).tiny
+    terms = jnp.where(_taken(out), jnp.exp(log_prior) * (
+        log_prior - jnp.log(jnp.maximum(probs, floor))), 0.0)
+    return _per_sequence(jnp.sum(terms, axis=-1), mask)
   keep = _taken(out) & (probs > 0.0)
   safe = jnp.where(keep, probs, 1.0)
   terms = jnp.where(keep, probs * (jnp.log(safe) - log_prior), 0.0)  # (P3)
