@@ -123,6 +123,13 @@ _common.define_float('lambda_p', _D.lambda_p, 'PonderNet geometric prior\'s '
 _common.define_float('ponder_epsilon', _D.ponder_epsilon, 'PonderNet: '
                      'unroll until the halting mass reaches 1 - epsilon '
                      '(P4; 0.05), in [0, 1).', upper=1.0)
+flags.DEFINE_enum('kl', _D.kl, ['paper', 'reverse'], 'PonderNet\'s KL '
+                  'direction: "paper" (KL(p || p_G), P3) or "reverse" '
+                  '(KL(p_G || p), as the public reproductions compute it; '
+                  'they also unroll every row to N: --ponder_epsilon=0).')
+_common.define_positive_int('eval_max_steps', None, 'PonderNet: most ponder '
+                            'steps at evaluation (default: --max_steps); '
+                            'extrapolation may need more than training.')
 _common.define_positive_int('eval_batch_size', 1000, 'Held-out vectors of '
                             'the test range per evaluation (the same ones '
                             'every time).', resumable=True)
@@ -133,7 +140,8 @@ _common.mark_resumable(flags.DEFINE_bool(
     'plots', True, 'Write ponder_by_count.png after results.json.'))
 _common.define_training_flags(
     steps=100_000, batch_size=family_parity.BATCH_SIZE,
-    learning_rate=family_parity.LEARNING_RATE, eval_every=5_000)
+    learning_rate=family_parity.LEARNING_RATE, eval_every=5_000,
+    grad_clip_norm=family_parity.GRAD_CLIP_NORM)
 _common.define_workdir('runs/family_parity/method=<method>_setting=<setting>'
                        '_seed=<seed>, then _<flag>=<value> for each other '
                        'non-default flag that defines the run')
@@ -148,7 +156,14 @@ def model_config() -> family_parity.ModelConfig:
       max_steps=FLAGS.max_steps, tau=FLAGS.tau,
       act_epsilon=FLAGS.act_epsilon, halting_bias=FLAGS.halting_bias,
       rho=FLAGS.rho, beta=FLAGS.beta, lambda_p=FLAGS.lambda_p,
-      ponder_epsilon=FLAGS.ponder_epsilon))
+      ponder_epsilon=FLAGS.ponder_epsilon, kl=FLAGS.kl,
+      eval_max_steps=FLAGS.eval_max_steps))
+
+
+# The final evaluation's metrics repeated at the top of results.json.
+_VALID_KEYS = ('accuracy', 'training_range_accuracy', 'ponder', 'steps', 'capped',
+               'multiplications', 'sample_accuracy', 'sample_steps',
+               'sample_multiplications', 'last_step_mass')
 
 
 def _seconds_per_update(steps_per_sec) -> float | None:
@@ -180,18 +195,18 @@ def main(processes):
       'bits': family_parity.ranges(FLAGS.setting, FLAGS.bits)[0],
       'layout': FLAGS.layout, 'model': config,
       'updates': result.step,
-      'accuracy': sections['valid'].get('accuracy'),
-      'ponder': sections['valid'].get('ponder'),
+      **{k: sections['valid'].get(k) for k in _VALID_KEYS},
       'seconds_per_update': _seconds_per_update(sections['steps_per_sec']),
       **sections,
       'by_count': rows,
   }
   _common.write_results(run_dir, results, processes=processes)
-  lines = ['count,split,accuracy,ponder,steps'] + [
-      f'{r["count"]},{r["split"]},{r["accuracy"]},{r["ponder"]},{r["steps"]}'
-      for r in rows]
+  columns = list(rows[0])
+  lines = [','.join(columns)] + [','.join(str(r[c]) for c in columns)
+                                 for r in rows]
   atomic_write(run_dir / 'by_count.csv', '\n'.join(lines) + '\n')
-  print(f'accuracy {results["accuracy"]:.4f}  ponder '
+  print(f'accuracy {results["accuracy"]:.4f} (training range '
+        f'{results["training_range_accuracy"]:.4f})  ponder '
         f'{results["ponder"]:.3f}  seconds/update '
         f'{results["seconds_per_update"] or float("nan"):.2e}')
   if FLAGS.plots:

@@ -97,24 +97,77 @@ def test_each_method_trains_and_evaluates(method):
     assert np.isfinite(float(loss))
     assert all(np.isfinite(float(v)) for v in metrics.values())
   result = exp.evaluate(params, 3)
-  assert set(result) == {'accuracy', 'sequence_error', 'loss', 'ponder',
-                         'steps'}
+  keys = {'accuracy', 'sequence_error', 'loss', 'ponder', 'steps', 'capped',
+          'multiplications', 'training_range_accuracy'}
+  if method == 'pondernet':
+    keys |= {'sample_accuracy', 'sample_steps', 'sample_multiplications',
+             'last_step_mass'}
+  assert set(result) == keys
   assert all(np.isfinite(v) for v in result.values())
   assert result['accuracy'] == pytest.approx(1 - result['sequence_error'])
+  assert 0.0 <= result['capped'] <= 1.0
   want = {'rnn': 1.0, 'repeat': 3.0}
   if method in want:
     assert result['ponder'] == want[method]
+    assert result['capped'] == 1.0     # a fixed number of steps is the cap
   else:
     assert 1.0 <= result['steps'] <= 5.0
+  # Multiplications: the matrices of one step (readout and halting unit
+  # included for ACT and PonderNet), times the steps, plus a final readout.
+  gru = 3 * (8 + 1 + 8) * 8                    # input, flag, state
+  per_step = {'rnn': 3 * (8 + 8) * 8, 'repeat': gru, 'act': gru + 8 + 8,
+              'pondernet': gru + 8 + 8}[method]
+  once = 8 if method in ('rnn', 'repeat') else 0
+  assert result['multiplications'] == pytest.approx(
+      per_step * result['steps'] + once)
   rows = family_parity.evaluate_by_count(model, 'extrapolation', params,
                                          bits=8, batch_size=8)
   assert [r['count'] for r in rows] == list(range(1, 9))
   assert [r['split'] for r in rows] == ['train'] * 4 + ['test'] * 4
 
 
+def test_pondernet_options_kl_direction_and_evaluation_cap():
+  base = family_parity.ModelConfig(hidden_size=8, max_steps=4,
+                                   ponder_epsilon=0.0)
+  batch_args = dict(bits=8, batch_size=4, eval_batch_size=16)
+  losses = {}
+  for kl in ('paper', 'reverse'):
+    exp = family_parity.parity_experiment(base._replace(kl=kl),
+                                          'extrapolation', **batch_args)
+    params = exp.init(jax.random.key(0))
+    batch = exp.sample(jax.random.key(2), 0)
+    _, metrics = exp.loss(params, batch, None)
+    losses[kl] = float(metrics['kl'])
+    # epsilon = 0: every row runs to M in training.
+    assert float(metrics['steps']) == 4.0
+  assert losses['paper'] != pytest.approx(losses['reverse'])
+  # A halting bias of -3 keeps lambda small: with M = 4 at evaluation the cap
+  # decides most rows and holds the last step's mass; with 12 it does less.
+  results = {}
+  for eval_max in (None, 12):
+    exp = family_parity.parity_experiment(
+        base._replace(eval_max_steps=eval_max), 'extrapolation', **batch_args)
+    params = exp.init(jax.random.key(0))
+    params['cell']['halting']['bias'] = params['cell']['halting']['bias'] - 3
+    results[eval_max] = exp.evaluate(params, 0)
+  assert results[None]['last_step_mass'] > 0.2
+  assert results[None]['capped'] > 0.5
+  assert results[12]['steps'] > results[None]['steps']
+  assert results[12]['capped'] < results[None]['capped']
+  assert results[12]['sample_steps'] <= 12.0
+
+
+def test_default_loop_is_chosen_per_method():
+  m = family_parity.ModelConfig
+  assert family_parity.default_loop(m('act')).save_residuals
+  assert family_parity.default_loop(m(ponder_epsilon=0.0)).kind == 'scan'
+  assert family_parity.default_loop(m()).kind == 'while'
+
+
 def test_bad_model_is_refused():
   for bad, match in [(dict(method='foo'), 'method'), (dict(rho=0), 'rho'),
-                     (dict(lambda_p=1.0), 'lambda_p')]:
+                     (dict(lambda_p=1.0), 'lambda_p'), (dict(kl='x'), 'kl'),
+                     (dict(eval_max_steps=0), 'eval_max_steps')]:
     with pytest.raises(ValueError, match=match):
       family_parity.check_model(family_parity.ModelConfig(**bad))
 

@@ -39,7 +39,7 @@ PonderNet reproductions, one rate for all four methods so that none is
 tuned; ACT's own binaries here use 1e-3.
 """
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -48,7 +48,7 @@ import optax
 from vcrnn_jax import act as act_lib
 from vcrnn_jax import loops, ponder, registry
 from vcrnn_jax import repeat as repeat_lib
-from vcrnn_jax.core import check_positive_int
+from vcrnn_jax.core import Context, check_positive_int
 from vcrnn_jax.models import sequence_model
 from vcrnn_jax.tasks import parity
 from vcrnn_jax.tasks.base import check_int
@@ -64,7 +64,25 @@ SETTINGS = {
     'extrapolation': dict(bits=96, train=(1, 48), test=(49, 96)),
 }
 BATCH_SIZE = 128
-LEARNING_RATE = 3e-4
+LEARNING_RATE = 1e-3
+GRAD_CLIP_NORM = 1.0
+# A method "solves" a range when its accuracy there is at least this; only
+# then is its extrapolation judged.
+SOLVED = 0.95
+
+
+def default_loop(model: 'ModelConfig') -> loops.LoopConfig:
+  """The cheapest loop of ``model`` on CPU (measured; the maths is the same).
+
+  ACT: the parity binaries' loop (rows halt together, so compaction would
+  only add overhead, and 4 slots with their vjp residuals make the backward
+  pass a plain transpose). PonderNet with ``ponder_epsilon = 0`` runs every
+  row to ``M``: the masked scan (half the while loop's time at GRU 64, M
+  20); with the epsilon stop, the while loop's defaults.
+  """
+  if model.method == 'pondernet':
+    return loops.LoopConfig('scan' if model.ponder_epsilon == 0 else 'while')
+  return loops.LoopConfig(checkpoints=4, save_residuals=True)
 
 
 class ModelConfig(NamedTuple):
@@ -79,8 +97,11 @@ class ModelConfig(NamedTuple):
   rho: int = 3                # Repeat-RNN (R1)
   beta: float = 0.01          # PonderNet (P3)
   lambda_p: float = 0.2       # PonderNet's geometric prior (P3)
-  ponder_epsilon: float = 0.05   # PonderNet (P4)
-  loop: loops.LoopConfig = loops.LoopConfig()   # cost, not maths
+  ponder_epsilon: float = 0.05   # PonderNet (P4); 0: unroll every row to M
+  kl: str = 'paper'           # PonderNet's KL direction (ponder.KL_DIRECTIONS)
+  eval_max_steps: int | None = None   # PonderNet's M at evaluation (None: M)
+  loop: loops.LoopConfig | None = None   # cost, not maths; None:
+  #                                         default_loop(model)
 
 
 def check_model(model: ModelConfig) -> ModelConfig:
@@ -97,6 +118,11 @@ def check_model(model: ModelConfig) -> ModelConfig:
     raise ValueError(f'beta must be a number >= 0, got {model.beta!r}.')
   if not 0 < model.lambda_p < 1:
     raise ValueError(f'lambda_p must be in (0, 1), got {model.lambda_p!r}.')
+  if model.kl not in ponder.KL_DIRECTIONS:
+    raise ValueError(f'kl must be one of {list(ponder.KL_DIRECTIONS)}, got '
+                     f'{model.kl!r}.')
+  if model.eval_max_steps is not None:
+    check_positive_int('eval_max_steps', model.eval_max_steps)
   return model
 
 
@@ -130,6 +156,7 @@ def tasks_of(setting: str, layout: str = 'random', bits: int | None = None):
 def build_model(model: ModelConfig, *, inference: str = 'train'):
   """The sequence model of ``model`` (``inference`` for PonderNet only)."""
   model = check_model(model)
+  loop = model.loop or default_loop(model)
   inner = registry.build_cell(model.cell, model.hidden_size)
   if model.method == 'rnn':
     return sequence_model(inner, 1)
@@ -138,10 +165,12 @@ def build_model(model: ModelConfig, *, inference: str = 'train'):
   if model.method == 'act':
     return sequence_model(act_lib.adaptive(
         inner, 1, max_steps=model.max_steps, epsilon=model.act_epsilon,
-        halting_bias=model.halting_bias, loop=model.loop))
+        halting_bias=model.halting_bias, loop=loop))
+  max_steps = (model.max_steps if inference == 'train'
+               else model.eval_max_steps or model.max_steps)
   return sequence_model(ponder.pondernet(
-      inner, 1, max_steps=model.max_steps, epsilon=model.ponder_epsilon,
-      inference=inference, loop=model.loop))
+      inner, 1, max_steps=max_steps, epsilon=model.ponder_epsilon,
+      inference=inference, loop=loop))
 
 
 def _bce(logits, targets):
@@ -160,27 +189,88 @@ def _ponder_and_steps(model: ModelConfig, ys, batch_size: int):
   return per_row, per_row
 
 
-def parity_experiment(model: ModelConfig, setting: str = 'interpolation', *,
-                      layout: str = 'random', bits: int | None = None,
-                      batch_size: int = BATCH_SIZE,
-                      eval_batch_size: int = 1000,
-                      eval_seed: int = 2**31 - 1) -> Experiment:
-  """An :class:`Experiment` of one method in one setting.
+def _matmul_size(tree) -> int:
+  """Multiplications of one pass through the matrices of ``tree`` per row."""
+  return sum(int(x.size) for x in jax.tree_util.tree_leaves(tree)
+             if x.ndim >= 2)
 
-  Training draws from the setting's training range; the evaluation is one
-  fixed held-out batch of ``eval_batch_size`` vectors of its test range,
-  from a key stream disjoint from training's (``bits``: see :func:`ranges`),
-  and reports ``accuracy`` (1 -
-  sequence error), ``sequence_error``, ``loss`` (BCE of the answer) and
-  ``ponder`` and ``steps`` (module docstring).
+
+def multiplications(params, steps) -> float:
+  """Multiplications per input of a model of :func:`build_model`.
+
+  Every matrix of ``params['cell']`` (the inner cell and, for ACT and
+  PonderNet, their readout and halting unit) is used once per step; the
+  readout of the RNN and Repeat-RNN once per input. ``steps``: the mean
+  steps per input (ACT: N; PonderNet: the halting step at inference;
+  Repeat: rho; RNN: 1). Biases and elementwise products are not counted.
   """
-  model = check_model(model)
-  check_positive_int('batch_size', batch_size)
-  check_positive_int('eval_batch_size', eval_batch_size)
-  train_task, test_task = tasks_of(setting, layout, bits)
-  net = build_model(model)
-  eval_net = (build_model(model, inference='median')
-              if model.method == 'pondernet' else net)
+  return (float(steps) * _matmul_size(params['cell'])
+          + _matmul_size(params.get('readout', {})))
+
+
+def _cap(model: ModelConfig) -> int:
+  """The most steps an input can take at evaluation."""
+  if model.method == 'pondernet':
+    return model.eval_max_steps or model.max_steps
+  if model.method == 'act':
+    return model.max_steps
+  return model.rho if model.method == 'repeat' else 1
+
+
+class _Scorer(NamedTuple):
+  """Per-row scores of one model at evaluation, under each halting rule."""
+  model: ModelConfig
+  median: Any   # the deterministic rule (PonderNet P5's median; the others)
+  sample: Any   # PonderNet's sampled rule (P5), else None
+  train: Any    # PonderNet's training unroll, for its last step's mass
+
+  def __call__(self, task, params, batch, key) -> dict:
+    """Per-row ``errors``, ``bce``, ``ponder``, ``steps`` and ``capped``
+    (the step cap decided); PonderNet adds ``sample_errors``,
+    ``sample_steps`` and ``last_step_mass`` (p at the training cap)."""
+    logits, ys = self.median.apply(params, batch.inputs)
+    ponder_cost, steps = _ponder_and_steps(self.model, ys,
+                                           batch.inputs.shape[0])
+    out = {'errors': task.sequence_errors(logits, batch),
+           'bce': task.loss(logits, batch), 'ponder': ponder_cost,
+           'steps': steps, 'capped': (steps >= _cap(self.model)).astype(
+               jnp.float32)}
+    if self.sample is not None:
+      logits, ys = self.sample.apply(params, batch.inputs,
+                                     context=Context(key=key))
+      out['sample_errors'] = task.sequence_errors(logits, batch)
+      out['sample_steps'] = ys.steps[:, 0].astype(jnp.float32)
+      _, ys = self.train.apply(params, batch.inputs)
+      out['last_step_mass'] = ys.probs[:, 0, -1]
+    return out
+
+
+def _scorer(model: ModelConfig) -> _Scorer:
+  if model.method != 'pondernet':
+    return _Scorer(model, build_model(model), None, None)
+  return _Scorer(model, build_model(model, inference='median'),
+                 build_model(model, inference='sample'), build_model(model))
+
+
+def _means(scores: dict, params) -> dict:
+  """The evaluation's metrics from per-row scores (module docstring)."""
+  m = {k: float(jnp.mean(v)) for k, v in scores.items()}
+  out = {'accuracy': 1.0 - m['errors'], 'sequence_error': m['errors'],
+         'loss': m['bce'], 'ponder': m['ponder'], 'steps': m['steps'],
+         'capped': m['capped'],
+         'multiplications': multiplications(params, m['steps'])}
+  if 'sample_errors' in m:
+    out.update(sample_accuracy=1.0 - m['sample_errors'],
+               sample_steps=m['sample_steps'],
+               sample_multiplications=multiplications(params,
+                                                      m['sample_steps']),
+               last_step_mass=m['last_step_mass'])
+  return out
+
+
+def _train_loss(model: ModelConfig, net, train_task):
+  """The training loss of ``model``: the task's, plus ACT's ponder cost
+  (Eq. 12) or PonderNet's P3."""
 
   def loss(params, batch, info):
     del info  # No dropout, no schedules.
@@ -189,7 +279,7 @@ def parity_experiment(model: ModelConfig, setting: str = 'interpolation', *,
     metrics = {}
     if model.method == 'pondernet':
       task_loss = ponder.reconstruction_loss(ys, batch.targets, _bce)
-      kl = ponder.kl_to_geometric(ys, model.lambda_p)
+      kl = ponder.kl_to_geometric(ys, model.lambda_p, direction=model.kl)
       total = task_loss + model.beta * kl                             # (P3)
       probs = ys.probs[:, 0]
       n = jnp.arange(1, probs.shape[-1] + 1, dtype=probs.dtype)
@@ -205,36 +295,68 @@ def parity_experiment(model: ModelConfig, setting: str = 'interpolation', *,
     metrics['loss'] = jnp.mean(task_loss)
     return jnp.mean(total), metrics
 
+  return loss
+
+
+def parity_experiment(model: ModelConfig, setting: str = 'interpolation', *,
+                      layout: str = 'random', bits: int | None = None,
+                      batch_size: int = BATCH_SIZE,
+                      eval_batch_size: int = 1000,
+                      eval_seed: int = 2**31 - 1) -> Experiment:
+  """An :class:`Experiment` of one method in one setting.
+
+  Training draws from the setting's training range. The evaluation scores
+  fixed held-out batches of ``eval_batch_size`` vectors, from a key stream
+  disjoint from training's (``bits``: see :func:`ranges`): one of the test
+  range, giving ``accuracy`` (1 - sequence error), ``sequence_error``,
+  ``loss`` (BCE of the answer), ``ponder``, ``steps``, ``capped`` (the share
+  of inputs that stopped at the step cap) and ``multiplications`` (per
+  input, :func:`multiplications`); and, in the extrapolation setting, one of
+  the training range, giving ``training_range_accuracy`` (in interpolation it is
+  ``accuracy``). PonderNet adds the sampled rule's ``sample_accuracy``,
+  ``sample_steps`` and ``sample_multiplications``, and
+  ``last_step_mass``: the mean ``p`` its training unroll puts on step
+  ``M``, the mass the cap decides.
+  """
+  model = check_model(model)
+  check_positive_int('batch_size', batch_size)
+  check_positive_int('eval_batch_size', eval_batch_size)
+  train_task, test_task = tasks_of(setting, layout, bits)
+  net = build_model(model)
+  scorer = _scorer(model)
+  same_range = ranges(setting, bits)[1] == ranges(setting, bits)[2]
+
   @jax.jit
   def sample(key, step):
     return train_task.sample(jax.random.fold_in(key, step), batch_size)
 
   eval_key = jax.random.PRNGKey(eval_seed)
+  halt_key = jax.random.fold_in(eval_key, 1)
 
   @jax.jit
   def eval_batch(params):
-    batch = test_task.sample(eval_key, eval_batch_size)
-    return _score(model, eval_net, test_task, params, batch)
+    test = scorer(test_task, params, test_task.sample(eval_key,
+                                                      eval_batch_size),
+                  halt_key)
+    if same_range:
+      return test, None
+    train = scorer(train_task, params, train_task.sample(
+        jax.random.fold_in(eval_key, 2), eval_batch_size), halt_key)
+    return test, train['errors']
 
   def evaluate(params, step):
-    del step  # The held-out batch is fixed.
-    errors, bce, ponder_cost, steps = (float(jnp.mean(v))
-                                       for v in eval_batch(params))
-    return {'accuracy': 1.0 - errors, 'sequence_error': errors, 'loss': bce,
-            'ponder': ponder_cost, 'steps': steps}
+    del step  # The held-out batches are fixed.
+    test, train_errors = eval_batch(params)
+    out = _means(test, params)
+    out['training_range_accuracy'] = (out['accuracy'] if train_errors is None
+                             else 1.0 - float(jnp.mean(train_errors)))
+    return out
 
   def init(key):
     return net.init(key, train_task.input_size)
 
-  return Experiment(init=init, loss=loss, sample=sample, evaluate=evaluate)
-
-
-def _score(model, eval_net, task, params, batch):
-  """Per-row ``(errors, bce, ponder, steps)`` of the answer at inference."""
-  logits, ys = eval_net.apply(params, batch.inputs)
-  errors = task.sequence_errors(logits, batch)
-  ponder_cost, steps = _ponder_and_steps(model, ys, batch.inputs.shape[0])
-  return errors, task.loss(logits, batch), ponder_cost, steps
+  return Experiment(init=init, loss=_train_loss(model, net, train_task),
+                    sample=sample, evaluate=evaluate)
 
 
 def evaluate_by_count(model: ModelConfig, setting: str, params, *,
@@ -244,27 +366,29 @@ def evaluate_by_count(model: ModelConfig, setting: str, params, *,
   """A row per number of non-zero elements, from 1 to the vector size.
 
   Each row: ``count``, ``split`` ('train', 'test' or 'both': which ranges
-  hold it; 'none' for counts of neither), ``accuracy``, ``ponder`` and
-  ``steps`` (module docstring), on ``batch_size`` fresh vectors with that
-  many non-zero elements.
+  hold it; 'none' for counts of neither), and the metrics of
+  :func:`parity_experiment`'s evaluation (``accuracy``, ``ponder``,
+  ``steps``, ``capped``, ``multiplications``; PonderNet's sampled rule and
+  ``last_step_mass``) on ``batch_size`` fresh vectors with that many
+  non-zero elements.
   """
   model = check_model(model)
   check_positive_int('batch_size', batch_size)
   _, test_task = tasks_of(setting, layout, bits)
   bits, train, test = ranges(setting, bits)
-  eval_net = build_model(model, inference='median')
-  score = jax.jit(lambda p, b: [jnp.mean(v) for v in _score(
-      model, eval_net, test_task, p, b)])
+  scorer = _scorer(model)
+  score = jax.jit(lambda p, b, k: scorer(test_task, p, b, k))
   rows = []
   for count in range(1, bits + 1):
-    batch = test_task.sample(jax.random.fold_in(jax.random.PRNGKey(seed),
-                                                count), batch_size,
-                             difficulty=count)
-    errors, _, ponder_cost, steps = (float(v) for v in score(params, batch))
+    key = jax.random.fold_in(jax.random.PRNGKey(seed), count)
+    batch = test_task.sample(key, batch_size, difficulty=count)
+    metrics = _means(score(params, batch, jax.random.fold_in(key, 1)),
+                     params)
     in_train = train[0] <= count <= train[1]
     in_test = test[0] <= count <= test[1]
     split = {(True, True): 'both', (True, False): 'train',
              (False, True): 'test', (False, False): 'none'}[in_train, in_test]
-    rows.append({'count': count, 'split': split, 'accuracy': 1.0 - errors,
-                 'ponder': ponder_cost, 'steps': steps})
+    rows.append({'count': count, 'split': split,
+                 **{k: v for k, v in metrics.items()
+                    if k not in ('sequence_error', 'loss')}})
   return rows
