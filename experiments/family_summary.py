@@ -9,16 +9,20 @@ reads every ``results.json`` under ``--runs`` (runs of
 sub-directory layout) and writes, in ``--out`` (default: ``--runs``):
 
 * ``parity_runs.csv``, ``adding_runs.csv``: one row per run (parity:
-  setting, bits, method, grid value, seed, test-range accuracy,
-  training-range accuracy, ponder, seconds per update; adding: model,
+  setup, method, grid value, seed, training-range and test-range accuracy,
+  steps, share capped, multiplications per input, seconds per update,
+  PonderNet's sampled-rule accuracy and mass at the cap; adding: model,
   budget, seed, updates, MSE, MSE over the mean-predicting baseline,
   fraction of the state updated);
-* ``summary.md``: the same, averaged over seeds (``mean ± std``, and the
-  number of runs), as Markdown tables for the docs;
+* ``summary.md``: the same over seeds (``mean ± std``) as Markdown tables,
+  parity in two stages: the training range, then the test range judged
+  only for the seeds that solved the training range (accuracy >= 0.95);
 * ``error_vs_updates.png`` (adding runs: MSE against the fraction of the
-  state updated, Skip-RNN Sec. 4.1) and ``by_count_<setting>.png`` (parity
-  runs: steps and accuracy per number of non-zero elements, averaged over
-  seeds, PonderNet Fig. 3), after the tables.
+  state updated, Skip-RNN Sec. 4.1), and per parity setup
+  ``by_count_<setup>.png`` (steps and accuracy per number of non-zero
+  elements, averaged over seeds, PonderNet Fig. 3) and
+  ``compute_<setup>.png`` (accuracy against multiplications per input),
+  after the tables.
 
 It trains nothing; rerun it as runs finish. The results page's tables and
 figures are not made here but from run records (``experiments.record``, then
@@ -45,7 +49,10 @@ flags.DEFINE_string('out', None, 'Directory for the CSVs, summary.md and '
 flags.mark_flag_as_required('runs')
 FLAGS = flags.FLAGS
 
-_PARITY_COLUMNS = ('run', 'seed') + summary.PARITY_KEYS + summary.PARITY_VALUES
+_PARITY_COLUMNS = ('run', 'seed', 'setup', 'method', 'grid',
+                   'training_range_accuracy', 'accuracy', 'steps', 'capped',
+                   'multiplications', 'seconds_per_update', 'sample_accuracy',
+                   'last_step_mass')
 _ADDING_COLUMNS = (('run', 'seed') + summary.ADDING_KEYS + ('updates',)
                    + summary.ADDING_VALUES)
 
@@ -71,10 +78,10 @@ def main(processes):
   if parity:
     written.append(out / 'parity_runs.csv')
     atomic_write(written[-1], _csv(parity, _PARITY_COLUMNS))
-    sections.append('## Parity\n\n' + summary.markdown_table(
-        summary.aggregate(parity, summary.PARITY_KEYS,
-                          summary.PARITY_VALUES),
-        summary.PARITY_KEYS + summary.PARITY_VALUES))
+    sections.append('## Parity\n\n' + '\n'.join(
+        f'Setup: {setup}.\n\n' + summary.parity_table(
+            [r for r in parity if r['setup'] == setup])
+        for setup in dict.fromkeys(r['setup'] for r in parity)))
   if adding:
     written.append(out / 'adding_runs.csv')
     atomic_write(written[-1], _csv(adding, _ADDING_COLUMNS))
@@ -92,12 +99,20 @@ def main(processes):
     if _common.plot(path.name, lambda: family_plots.plot_error_vs_updates(
         adding, path)):
       print(f'wrote {path}')
-  for setting in dict.fromkeys(r['setting'] for r in parity):
-    path = out / f'by_count_{setting}.png'
-    series = summary.by_count_means(runs, setting)
-    if series and _common.plot(path.name, lambda s=series, p=path, t=setting:
+  for setup in dict.fromkeys(r['setup'] for r in parity):
+    rows = [r for r in parity if r['setup'] == setup]
+    slug = summary.setup_slug(rows[0])
+    path = out / f'by_count_{slug}.png'
+    series = summary.by_count_means(runs, setup)
+    if series and _common.plot(path.name, lambda s=series, p=path, t=setup:
                                family_plots.plot_by_count(
                                    s, p, title=f'Parity, {t}')):
+      print(f'wrote {path}')
+    path = out / f'compute_{slug}.png'
+    points = summary.pareto_points(rows)
+    if _common.plot(path.name, lambda d=points, p=path, t=setup:
+                    family_plots.plot_accuracy_vs_compute(
+                        d, p, title=f'Parity, {t}')):
       print(f'wrote {path}')
 
 

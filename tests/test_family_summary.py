@@ -17,22 +17,34 @@ def _by_count(acc_train, acc_test, steps):
            'ponder': steps + 1, 'steps': steps + 1}]
 
 
+_PN = {'cell': 'gru', 'hidden_size': 8, 'kl': 'paper',
+       'ponder_epsilon': 0.05, 'lambda_p': 0.2, 'beta': 0.01}
+_SETUP = dict(setting='extrapolation', bits=2, layout='random', updates=100)
+
+
 def _write_runs(root):
-  """Two PonderNet seeds, one ACT run, two adding-task runs."""
+  """Two PonderNet seeds (one solves its training range), one ACT run,
+  two adding-task runs."""
   runs = {
-      'par/pn_s0': {'method': 'pondernet', 'setting': 'extrapolation',
-                    'seed': 0, 'bits': 2, 'model': {'lambda_p': 0.2},
-                    'accuracy': 0.6, 'ponder': 4.0,
+      'par/pn_s0': {'method': 'pondernet', **_SETUP, 'seed': 0,
+                    'model': _PN, 'accuracy': 0.6, 'ponder': 4.0,
+                    'steps': 4.0, 'multiplications': 400.0,
+                    'training_range_accuracy': 1.0,
+                    'sample_accuracy': 0.5, 'last_step_mass': 0.1,
                     'seconds_per_update': 0.01,
                     'by_count': _by_count(1.0, 0.6, 4.0)},
-      'par/pn_s1': {'method': 'pondernet', 'setting': 'extrapolation',
-                    'seed': 1, 'bits': 2, 'model': {'lambda_p': 0.2},
-                    'accuracy': 0.8, 'ponder': 6.0,
+      'par/pn_s1': {'method': 'pondernet', **_SETUP, 'seed': 1,
+                    'model': _PN, 'accuracy': 0.8, 'ponder': 6.0,
+                    'steps': 6.0, 'multiplications': 600.0,
+                    'training_range_accuracy': 0.8,
+                    'sample_accuracy': 0.7, 'last_step_mass': 0.3,
                     'seconds_per_update': 0.03,
                     'by_count': _by_count(0.8, 0.8, 6.0)},
-      'par/act_s0': {'method': 'act', 'setting': 'extrapolation', 'seed': 0,
-                     'bits': 2, 'model': {'tau': 0.01}, 'accuracy': 0.5,
-                     'ponder': 2.0, 'seconds_per_update': 0.002,
+      # An older run without training_range_accuracy: the per-count mean.
+      'par/act_s0': {'method': 'act', **_SETUP, 'seed': 0,
+                     'model': {'cell': 'gru', 'hidden_size': 8, 'tau': 0.01},
+                     'accuracy': 0.5, 'ponder': 2.0, 'steps': 1.0,
+                     'multiplications': 100.0, 'seconds_per_update': 0.002,
                      'by_count': _by_count(0.5, 0.5, 2.0)},
       'add/skip': {'model': 'skip_lstm', 'seed': 0, 'updates': 10,
                    'spec': {'budget': 1e-3},
@@ -55,37 +67,47 @@ def test_rows_aggregate_and_table(tmp_path):
   assert [r['run'] for r in runs] == ['add/lstm', 'add/skip', 'par/act_s0',
                                       'par/pn_s0', 'par/pn_s1']
   parity = summary.parity_rows(runs)
-  assert [(r['method'], r['knob'], r['train_accuracy']) for r in parity] == [
-      ('act', 'tau=0.01', 0.5), ('pondernet', 'lambda_p=0.2', 1.0),
-      ('pondernet', 'lambda_p=0.2', 0.8)]
+  pn_grid = 'kl=paper eps=0.05 lambda_p=0.2 beta=0.01'
+  assert [(r['method'], r['grid'], r['training_range_accuracy'])
+          for r in parity] == [('act', 'tau=0.01', 0.5),
+                               ('pondernet', pn_grid, 1.0),
+                               ('pondernet', pn_grid, 0.8)]
+  setup = 'extrapolation, 2 elements (train 1-1), random, gru 8, 100 updates'
+  assert {r['setup'] for r in parity} == {setup}
+  assert summary.setup_slug(parity[0]) == 'extrapolation_2_random_gru8'
   adding = summary.adding_rows(runs)
   # A plain LSTM has no budget, whatever its spec says.
   assert [(r['model'], r['budget'], r['vc_target']) for r in adding] == [
       ('lstm', None, None), ('skip_lstm', 1e-3, None)]
-  rows = summary.aggregate(parity, summary.PARITY_KEYS,
-                           summary.PARITY_VALUES)
-  pn = rows[1]
-  assert pn['runs'] == 2 and pn['accuracy'] == pytest.approx(0.7)
-  assert pn['accuracy_std'] == pytest.approx(math.sqrt(0.02))
-  assert rows[0]['runs'] == 1 and rows[0]['accuracy_std'] is None
-  table = summary.markdown_table(rows, ('method', 'knob', 'accuracy'))
-  lines = table.splitlines()
-  assert lines[0] == '| method | knob | accuracy | runs |'
-  assert lines[2] == '| act | tau=0.01 | 0.500 | 1 |'
-  assert lines[3] == '| pondernet | lambda_p=0.2 | 0.700 ± 0.14 | 2 |'
+  lines = summary.parity_table(parity).splitlines()
+  assert lines[0].startswith('| method | grid | seeds | training range | '
+                             'solved (>= 0.95) | test range (solved seeds) |')
+  # Stage two only for the seeds that solved the training range: ACT none
+  # (not judged), PonderNet seed 0 alone (0.6, not the mean 0.7).
+  assert lines[2] == ('| act | tau=0.01 | 1 | 0.5 | 0/1 | not judged: '
+                      'training range not learned | 1 | 100 | 0.002 | - | - |')
+  assert lines[3] == (f'| pondernet | {pn_grid} | 2 | 0.9 ± 0.14 | 1/2 | '
+                      '0.6 | 5 ± 1.4 | 500 ± 141 | 0.02 ± 0.014 | '
+                      '0.6 ± 0.14 | 0.2 ± 0.14 |')
+  points = summary.pareto_points(parity)
+  assert points[1] == {'label': f'pondernet {pn_grid}', 'method': 'pondernet',
+                       'multiplications': 500.0, 'accuracy': 0.9,
+                       'test_accuracy': 0.6}
+  assert points[0]['test_accuracy'] is None
 
 
 def test_by_count_means_average_the_seeds(tmp_path):
   _write_runs(tmp_path)
-  series = summary.by_count_means(summary.read_runs(tmp_path),
-                                  'extrapolation')
-  assert list(series) == ['act tau=0.01', 'pondernet lambda_p=0.2']
-  pn = series['pondernet lambda_p=0.2']
+  runs = summary.read_runs(tmp_path)
+  setup = summary.parity_rows(runs)[0]['setup']
+  series = summary.by_count_means(runs, setup)
+  pn_label = 'pondernet kl=paper eps=0.05 lambda_p=0.2 beta=0.01'
+  assert list(series) == ['act tau=0.01', pn_label]
+  pn = series[pn_label]
   assert [r['split'] for r in pn] == ['train', 'test']
   assert pn[0]['accuracy'] == pytest.approx(0.9)
   assert pn[1]['steps'] == pytest.approx(6.0)
-  assert summary.by_count_means(summary.read_runs(tmp_path),
-                                'interpolation') == {}
+  assert summary.by_count_means(runs, 'another setup') == {}
 
 
 def test_read_runs_refuses_an_empty_directory(tmp_path):
@@ -108,7 +130,9 @@ def test_binary_writes_tables_and_figures(tmp_path):
   text = (out / 'summary.md').read_text()
   assert '## Parity' in text and '## Adding task' in text
   assert '| skip_lstm | 0.001 | - | 2.00e-03 |' in text
-  for png in ('error_vs_updates.png', 'by_count_extrapolation.png'):
+  for png in ('error_vs_updates.png',
+              'by_count_extrapolation_2_random_gru8.png',
+              'compute_extrapolation_2_random_gru8.png'):
     assert (out / png).stat().st_size > 0
   # A directory that does not exist: one line, status 2.
   proc = _binaries.run('family_summary',

@@ -13,8 +13,13 @@ width and read one logit; only the wrapper and its loss differ:
   (R1) and a linear readout; loss: BCE.
 * ``'pondernet'``: :func:`vcrnn_jax.ponder.pondernet`; loss:
   :func:`~vcrnn_jax.ponder.reconstruction_loss` with BCE + ``beta`` *
-  :func:`~vcrnn_jax.ponder.kl_to_geometric` (P3). Evaluated with
-  ``inference='median'`` (P5, deterministic) on the same params.
+  :func:`~vcrnn_jax.ponder.kl_to_geometric` (P3) in the direction ``kl``:
+  ``'paper'``, KL(p || p_G), or ``'reverse'``, KL(p_G || p) as the public
+  reproductions compute it (they also unroll every row to N:
+  ``ponder_epsilon=0``). Evaluated with both halting rules of P5 on the
+  same params: the median (deterministic; ``accuracy``) and sampled
+  (``sample_accuracy``), with at most ``eval_max_steps`` steps (default: the
+  training ``max_steps``).
 
 Settings (PonderNet Sec. 3.1; :data:`SETTINGS`): ``'interpolation'``: 64
 elements, 1-64 of them non-zero at training and test; ``'extrapolation'``: 96
@@ -23,20 +28,25 @@ non-zero elements is uniform on each range; :mod:`vcrnn_jax.tasks.parity`).
 
 Ponder, the steps an input costs, per method: ACT its ponder cost N + R
 (Eq. 10; ``steps`` is N); PonderNet the steps computed at inference (the
-median halting step; in training the ``train_ponder`` metric is the expected
-halting step sum_n n p_n); Repeat-RNN ``rho``; the RNN 1.
+halting step; in training the ``train_ponder`` metric is the expected
+halting step sum_n n p_n); Repeat-RNN ``rho``; the RNN 1. Compute per input
+is :func:`multiplications`: the steps times the matrices one step uses.
 
-Defaults (:class:`ModelConfig`) and their sources: a GRU of 128 units (public
+One protocol for every method: Adam at :data:`LEARNING_RATE` (1e-3, the
+rate of ACT's binaries), batch :data:`BATCH_SIZE` (128), gradients clipped
+to global norm :data:`GRAD_CLIP_NORM` (1.0, as the public PonderNet
+reproductions), the same number of updates; each method keeps its own
+hyperparameters, which the comparison grids. Defaults
+(:class:`ModelConfig`) and their sources: a GRU of 128 units (public
 PonderNet reproductions), at most 20 ponder steps for ACT and PonderNet
 (PonderNet's N <= 20; ACT's paper used M = 100, which its parity ponder of
-2-4 steps never reaches); PonderNet beta = 0.01, lambda_p = 0.2 and epsilon
-= 0.05 (public reproductions); ACT tau = 0.01 (from ACT's parity
-grid, the value docs/results/act.md reproduces) and epsilon = 0.01 (ACT
-Sec. 2), initial halting bias 1 (ACT Sec. 3); Repeat rho = 3 (a small rho,
-as Fojo et al. compare; ACT's parity ponder is about 3). Training: Adam,
-batch 128, learning rate 3e-4 (:data:`LEARNING_RATE`), the rate of the public
-PonderNet reproductions, one rate for all four methods so that none is
-tuned; ACT's own binaries here use 1e-3.
+2-4 steps never reaches); PonderNet beta = 0.01, lambda_p = 0.2 (public
+reproductions, with the reverse KL) and epsilon = 0.05; ACT tau = 0.01
+(ACT's parity grid) and epsilon = 0.01 (ACT Sec. 2), initial halting bias 1
+(ACT Sec. 3); Repeat rho = 3 (a small rho, as Fojo et al. compare).
+A method *solves* a range at accuracy :data:`SOLVED` (0.95); the
+extrapolation of a method that did not solve its training range is not
+judged (:mod:`vcrnn_jax.papers.family.summary`).
 """
 
 from typing import Any, NamedTuple

@@ -3,7 +3,9 @@
 :func:`plot_by_count` draws the rows of
 :func:`vcrnn_jax.papers.family.parity.evaluate_by_count` of one or more runs:
 steps and accuracy against the number of non-zero elements, with the test
-range shaded (PonderNet Sec. 3.1, Fig. 3). :func:`plot_error_vs_updates`
+range shaded (PonderNet Sec. 3.1, Fig. 3); :func:`plot_accuracy_vs_compute`
+draws each method's accuracy against its multiplications per input.
+:func:`plot_error_vs_updates`
 draws the adding task's runs: held-out MSE against the fraction of the state
 updated (Skip-RNN Sec. 4.1).
 
@@ -49,13 +51,18 @@ def plot_by_count(series: Mapping[str, Sequence[Mapping[str, Any]]], path, *,
       ax.plot(counts, [r[key] for r in rows], '-', label=label,
               marker='o' if len(counts) <= 20 else None, markersize=3)
   rows = next(r for r in series.values() if r)
-  tested = [r['count'] for r in rows if r['split'] in ('test', 'both')]
-  if tested:
-    for ax in axes:
+  tested = [r['count'] for r in rows if r['split'] == 'test']
+  trained = [r['count'] for r in rows if r['split'] in ('train', 'both')]
+  for ax in axes:
+    if tested:
       ax.axvspan(min(tested) - 0.5, max(tested) + 0.5, color='grey',
                  alpha=0.12, label=None)
+    if trained:
+      ax.axvline(max(trained) + 0.5, color='grey', lw=0.8, ls='--')
+  where = ('shaded: test range; dashed: end of the training range'
+           if tested else 'trained and tested on every count')
   axes[0].set_ylabel('ponder steps at inference (mean)')
-  axes[0].set_title('Steps (shaded: test range)')
+  axes[0].set_title(f'Steps ({where})', fontsize=9)
   axes[1].set_ylabel('accuracy')
   axes[1].set_title('Accuracy')
   axes[1].set_ylim(-0.02, 1.02)
@@ -65,6 +72,50 @@ def plot_by_count(series: Mapping[str, Sequence[Mapping[str, Any]]], path, *,
   axes[0].legend(fontsize=8)
   fig.suptitle(title or 'Parity: steps and accuracy per number of non-zero '
                'elements')
+  return plots.save(fig, path)
+
+
+_MARKERS = {'rnn': 's', 'act': 'o', 'repeat': '^', 'pondernet': 'D'}
+
+
+def plot_accuracy_vs_compute(points: Sequence[Mapping[str, Any]], path, *,
+                             title: str | None = None) -> pathlib.Path:
+  """Accuracy against multiplications per input, one point per method and
+  grid value (a Pareto plot: up and to the left is better).
+
+  Args:
+    points: :func:`vcrnn_jax.papers.family.summary.pareto_points`
+      (``label``, ``method``, ``multiplications``, ``accuracy`` on the
+      training range, ``test_accuracy`` or None); test-range points are
+      drawn hollow beside the filled training-range ones.
+    path: the PNG or SVG to write.
+    title: the figure title.
+
+  Returns:
+    ``path``.
+
+  Raises:
+    ValueError: ``points`` is empty.
+  """
+  if not points:
+    raise ValueError('plot_accuracy_vs_compute: no points to plot.')
+  fig = plots.new_figure((7.0, 4.8))
+  ax = fig.subplots()
+  for i, p in enumerate(points):
+    color = f'C{i % 10}'
+    marker = _MARKERS.get(p['method'], 'o')
+    ax.plot(p['multiplications'], p['accuracy'], marker, color=color,
+            label=p['label'])
+    if p.get('test_accuracy') is not None:
+      ax.plot(p['multiplications'], p['test_accuracy'], marker, color=color,
+              markerfacecolor='none')
+  ax.set_xscale('log')
+  ax.set_xlabel('multiplications per input at inference (log)')
+  ax.set_ylabel('accuracy (filled: training range; hollow: test range)')
+  ax.set_ylim(0.4, 1.02)
+  ax.grid(alpha=0.3, which='both')
+  ax.legend(fontsize=7, loc='lower right')
+  ax.set_title(title or 'Accuracy against compute', fontsize=9)
   return plots.save(fig, path)
 
 

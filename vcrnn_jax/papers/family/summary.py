@@ -30,12 +30,18 @@ from typing import Any
 from vcrnn_jax.analysis import records
 from vcrnn_jax.papers.family import plots as family_plots
 
-# The knob that varies within a method's grid (PonderNet Sec. 3.1 grids the
-# prior; ACT's paper grids tau; Fojo et al. compare rho).
-KNOB = {'rnn': None, 'act': 'tau', 'repeat': 'rho', 'pondernet': 'lambda_p'}
-PARITY_KEYS = ('setting', 'bits', 'method', 'knob')
-PARITY_VALUES = ('accuracy', 'train_accuracy', 'ponder',
-                 'seconds_per_update')
+# A method "solves" a range at this accuracy; only then is its extrapolation
+# judged (a method that did not learn its training range is reported so, not
+# as failing to extrapolate).
+SOLVED = 0.95
+# The parameters that make up each method's grid value (PonderNet Sec. 3.1
+# grids the prior; ACT's paper grids tau; Fojo et al. compare rho).
+GRID = {'rnn': (), 'act': ('tau',), 'repeat': ('rho',),
+        'pondernet': ('kl', 'ponder_epsilon', 'lambda_p', 'beta')}
+_SHORT = {'ponder_epsilon': 'eps'}
+PARITY_KEYS = ('setup', 'method', 'grid')
+PARITY_VALUES = ('training_range_accuracy', 'accuracy', 'steps',
+                 'multiplications', 'seconds_per_update')
 ADDING_KEYS = ('model', 'budget', 'vc_target')
 ADDING_VALUES = ('mse', 'mse_over_baseline', 'update_fraction')
 
@@ -68,28 +74,107 @@ def _train_accuracy(by_count: Sequence[Mapping[str, Any]]) -> float | None:
   return statistics.fmean(values) if values else None
 
 
+def grid_label(method: str, model: Mapping[str, Any]) -> str:
+  """The method's grid value, e.g. ``'tau=0.01'`` (``''`` for the RNN)."""
+  return ' '.join(f'{_SHORT.get(k, k)}={model[k]:g}'
+                  if isinstance(model.get(k), float)
+                  else f'{_SHORT.get(k, k)}={model.get(k)}'
+                  for k in GRID.get(method, ()) if k in model)
+
+
+def setup_label(run: Mapping[str, Any]) -> str:
+  """What every method of one comparison shares, e.g. ``'extrapolation, 16
+  elements (train 1-8), random, gru 64, 50000 updates'``."""
+  model = run.get('model', {})
+  rows = run.get('by_count', [])
+  train = [r['count'] for r in rows if r['split'] in ('train', 'both')]
+  span = f' (train {min(train)}-{max(train)})' if (
+      train and run.get('setting') == 'extrapolation') else ''
+  return (f'{run["setting"]}, {run.get("bits")} elements{span}, '
+          f'{run.get("layout", "random")}, {model.get("cell", "gru")} '
+          f'{model.get("hidden_size", "")}, {run.get("updates")} updates')
+
+
 def parity_rows(runs: Sequence[Mapping[str, Any]]) -> list[dict]:
   """One row per parity run (runs of the adding task are left out).
 
-  ``knob`` is the value of the method's grid parameter (``KNOB``); the
-  accuracy is the held-out one of the test range, ``train_accuracy`` the
-  mean over the training range's counts of the final per-count report.
+  ``setup`` (:func:`setup_label`) and ``grid`` (:func:`grid_label`) group
+  the runs; ``training_range_accuracy`` is the held-out accuracy on the
+  training range (the per-count mean for runs that lack it), ``accuracy``
+  the test range's; ``steps`` the steps per input at inference,
+  ``multiplications`` per input, and PonderNet's ``sample_accuracy`` and
+  ``last_step_mass`` (None for the others).
   """
   rows = []
   for run in runs:
     if 'method' not in run:
       continue
-    model = run.get('model', {})
-    knob = KNOB.get(run['method'])
+    train = run.get('training_range_accuracy')
+    if train is None:
+      train = _train_accuracy(run.get('by_count', []))
     rows.append({
-        'run': run['run'], 'setting': run['setting'], 'bits': run.get('bits'),
+        'run': run['run'], 'setup': setup_label(run),
+        'setting': run['setting'], 'bits': run.get('bits'),
         'method': run['method'],
-        'knob': None if knob is None else f'{knob}={model.get(knob)}',
-        'seed': run.get('seed'), 'accuracy': run.get('accuracy'),
-        'train_accuracy': _train_accuracy(run.get('by_count', [])),
-        'ponder': run.get('ponder'),
-        'seconds_per_update': run.get('seconds_per_update')})
+        'grid': grid_label(run['method'], run.get('model', {})),
+        'seed': run.get('seed'), 'training_range_accuracy': train,
+        **{k: run.get(k) for k in (
+            'accuracy', 'ponder', 'steps', 'capped', 'multiplications',
+            'seconds_per_update', 'sample_accuracy', 'last_step_mass')}})
   return rows
+
+
+def _num(x: float, digits: int) -> str:
+  text = f'{x:.{digits}g}'
+  # 1.4e+02 reads worse than 140; keep exponents for big and tiny values.
+  return f'{x:.0f}' if 'e+' in text and abs(x) < 1e4 else text
+
+
+def _mean_std(values) -> str:
+  xs = [float(v) for v in values if v is not None]
+  if not xs:
+    return '-'
+  mean = statistics.fmean(xs)
+  if len(xs) == 1:
+    return _num(mean, 3)
+  return f'{_num(mean, 3)} ± {_num(statistics.stdev(xs), 2)}'
+
+
+def parity_table(rows: Sequence[Mapping[str, Any]]) -> str:
+  """The two-stage table of one setup's runs, one line per method and grid
+  value, over its seeds.
+
+  Stage one: the training range's accuracy and how many seeds reach
+  :data:`SOLVED` on it. Stage two, in the extrapolation setting: the test
+  range's accuracy over the seeds that solved their training range only;
+  with none, "not judged". Then the steps per input at inference, the
+  multiplications per input, the seconds per update and, for PonderNet,
+  the sampled rule's accuracy and the halting mass the step cap holds.
+  """
+  groups: dict[tuple, list[Mapping[str, Any]]] = {}
+  for row in rows:
+    groups.setdefault((row['method'], row['grid']), []).append(row)
+  extrapolation = any(r['setting'] == 'extrapolation' for r in rows)
+  header = ['method', 'grid', 'seeds', 'training range',
+            f'solved (>= {SOLVED:g})']
+  header += ['test range (solved seeds)'] if extrapolation else []
+  header += ['steps', 'mults / input', 's / update', 'sampled rule',
+             'mass at cap']
+  lines = []
+  for (method, grid), members in groups.items():
+    solved = [m for m in members
+              if (m['training_range_accuracy'] or 0.0) >= SOLVED]
+    line = [method, grid or '-', len(members),
+            _mean_std(m['training_range_accuracy'] for m in members),
+            f'{len(solved)}/{len(members)}']
+    if extrapolation:
+      line.append(_mean_std(m['accuracy'] for m in solved) if solved
+                  else 'not judged: training range not learned')
+    line += [_mean_std(m[k] for m in members) for k in (
+        'steps', 'multiplications', 'seconds_per_update', 'sample_accuracy',
+        'last_step_mass')]
+    lines.append(line)
+  return records.table(header, lines)
 
 
 def adding_rows(runs: Sequence[Mapping[str, Any]]) -> list[dict]:
@@ -119,17 +204,20 @@ aggregate = records.aggregate
 markdown_table = records.markdown_table
 
 
-def by_count_means(runs: Sequence[Mapping[str, Any]], setting: str
+def _label(row: Mapping[str, Any]) -> str:
+  return row['method'] + (f' {row["grid"]}' if row['grid'] else '')
+
+
+def by_count_means(runs: Sequence[Mapping[str, Any]], setup: str
                    ) -> dict[str, list[dict]]:
-  """Per ``method`` (and grid value), the per-count rows of the ``setting``'s
-  parity runs averaged over seeds: the series of
+  """Per method and grid value, the per-count rows of one ``setup``'s
+  (:func:`setup_label`) parity runs averaged over seeds: the series of
   :func:`vcrnn_jax.papers.family.plots.plot_by_count`."""
   series: dict[str, list[list[Mapping[str, Any]]]] = {}
   for run, row in zip([r for r in runs if 'method' in r], parity_rows(runs)):
-    if row['setting'] != setting or not run.get('by_count'):
+    if row['setup'] != setup or not run.get('by_count'):
       continue
-    label = row['method'] + (f' {row["knob"]}' if row['knob'] else '')
-    series.setdefault(label, []).append(run['by_count'])
+    series.setdefault(_label(row), []).append(run['by_count'])
   out = {}
   for label, seeds in series.items():
     out[label] = [
@@ -138,6 +226,43 @@ def by_count_means(runs: Sequence[Mapping[str, Any]], setting: str
             for k in ('accuracy', 'ponder', 'steps')}}
         for rows in zip(*seeds)]
   return out
+
+
+def pareto_points(rows: Sequence[Mapping[str, Any]]) -> list[dict]:
+  """Per method and grid value of one setup, the mean multiplications per
+  input and accuracies over seeds: the points of
+  :func:`vcrnn_jax.papers.family.plots.plot_accuracy_vs_compute`.
+
+  ``accuracy`` is the training range's; ``test_accuracy`` the test range's
+  over the seeds that solved the training range (None with none, or in the
+  interpolation setting, where the two ranges are one).
+  """
+  groups: dict[str, list[Mapping[str, Any]]] = {}
+  for row in rows:
+    groups.setdefault(_label(row), []).append(row)
+  points = []
+  for label, members in groups.items():
+    solved = [m for m in members
+              if (m['training_range_accuracy'] or 0.0) >= SOLVED]
+    extrapolation = members[0]['setting'] == 'extrapolation'
+    points.append({
+        'label': label, 'method': members[0]['method'],
+        'multiplications': statistics.fmean(
+            m['multiplications'] for m in members),
+        'accuracy': statistics.fmean(
+            m['training_range_accuracy'] for m in members),
+        'test_accuracy': (statistics.fmean(m['accuracy'] for m in solved)
+                          if solved and extrapolation else None)})
+  return points
+
+
+def setup_slug(row: Mapping[str, Any]) -> str:
+  """A file-name form of a row's setup, e.g. ``'extrapolation_16_random'``
+  plus the cell: ``'extrapolation_16_random_gru64'``."""
+  parts = row['setup'].split(', ')
+  cell = parts[3].replace(' ', '')
+  bits = row['bits']
+  return f'{row["setting"]}_{bits}_{parts[2]}_{cell}'
 
 
 # ----------------------------------------------------------------------------
@@ -166,28 +291,42 @@ def _records_of(groups, runs) -> list[Mapping[str, Any]]:
           if r['path'] in paths]
 
 
-def outputs(groups: Mapping[str, Sequence[Mapping[str, Any]]]
-            ) -> list[records.Output]:
-  """The family page's generated files: per setting, the parity table
-  (``family/parity_<setting>.md``, mean ± std over seeds) and the per-count
-  figure (``family/by_count_<setting>.svg``); the adding task's table and
-  figure when it has records."""
-  runs = runs_from_records(groups)
+def _parity_outputs(groups, runs) -> list[records.Output]:
+  """Per setup: the two-stage table, the per-count figure and the
+  accuracy-against-compute figure."""
   out = []
   parity = parity_rows(runs)
-  for setting in dict.fromkeys(r['setting'] for r in parity):
-    rows = [r for r in parity if r['setting'] == setting]
-    mine = [run for run in runs if run.get('setting') == setting]
-    text = (markdown_table(aggregate(rows, PARITY_KEYS, PARITY_VALUES),
-                           PARITY_KEYS + PARITY_VALUES)
-            + '\n' + records.provenance(_records_of(groups, mine)) + '\n')
-    out.append(records.Output(f'family/parity_{setting}.md', text))
-    series = by_count_means(runs, setting)
+  for setup in dict.fromkeys(r['setup'] for r in parity):
+    rows = [r for r in parity if r['setup'] == setup]
+    slug = setup_slug(rows[0])
+    paths = {r['run'] for r in rows}
+    mine = [run for run in runs if run['run'] in paths]
+    text = (f'Setup: {setup}.\n\n' + parity_table(rows) + '\n'
+            + records.provenance(_records_of(groups, mine)) + '\n')
+    out.append(records.Output(f'family/parity_{slug}.md', text))
+    series = by_count_means(runs, setup)
     if series:
       out.append(records.Output(
-          f'family/by_count_{setting}.svg', data=series,
-          draw=lambda p, s=series, t=setting: family_plots.plot_by_count(
+          f'family/by_count_{slug}.svg', data=series,
+          draw=lambda p, s=series, t=setup: family_plots.plot_by_count(
               s, p, title=f'Parity, {t}: mean over seeds')))
+    points = pareto_points(rows)
+    out.append(records.Output(
+        f'family/compute_{slug}.svg', data=points,
+        draw=lambda p, d=points, t=setup:
+        family_plots.plot_accuracy_vs_compute(d, p, title=f'Parity, {t}')))
+  return out
+
+
+def outputs(groups: Mapping[str, Sequence[Mapping[str, Any]]]
+            ) -> list[records.Output]:
+  """The family page's generated files: per parity setup (:func:`setup_slug`)
+  the two-stage table (``family/parity_<slug>.md``), the per-count figure
+  (``family/by_count_<slug>.svg``) and accuracy against compute
+  (``family/compute_<slug>.svg``); the adding task's table and figure when
+  it has records."""
+  runs = runs_from_records(groups)
+  out = _parity_outputs(groups, runs)
   adding = adding_rows(runs)
   if adding:
     mine = [run for run in runs if 'method' not in run]
