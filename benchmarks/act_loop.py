@@ -42,6 +42,10 @@ from vcrnn_jax import act, cells, loops
 from vcrnn_jax.tasks import parity
 
 HIDDEN, BATCH, BITS = 128, 128, 64
+# The suite's table (python -m benchmarks): the headline ratio columns
+# (fnmatch patterns), then the time columns shown beside them.
+RATIOS = ('while/oracle', 'scan/while')
+TIMES = ('ms_oracle',)
 QUICK = ['--m=10', '--repeats=2', '--tail=0']
 
 
@@ -148,6 +152,7 @@ def measure(params, loss, x, y, repeats):
   return _train_step.measure(params, loss, (x, y), repeats, 'ponder_steps')
 
 
+@_cli.writes_json
 def main(argv=None) -> list[dict]:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument('--ponder', type=int, default=3,

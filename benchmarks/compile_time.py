@@ -68,6 +68,10 @@ BINARIES = ('act_parity', 'act_logic', 'act_addition', 'act_sort',
             'act_wikipedia', 'rehn_synthetic', 'rehn_ptb', 'rehn_har',
             'vc_ptb', 'vc_text8', 'vc_music', 'vc_europarl',
             'family_parity', 'family_adding')
+# The suite's table (python -m benchmarks): the headline ratio columns
+# (fnmatch patterns), then the time columns shown beside them.
+RATIOS = ()
+TIMES = ('lower_s', 'compile_s', 'total_s')
 QUICK = ['--only=family_adding,vc_ptb', '--data_dir=']
 
 
@@ -334,6 +338,7 @@ def _parser() -> argparse.ArgumentParser:
 CHILD = '--child'
 
 
+@_cli.writes_json
 def main(argv=None) -> list[dict]:
   argv = sys.argv[1:] if argv is None else list(argv)
   if argv[:1] == [CHILD]:

@@ -55,6 +55,10 @@ from vcrnn_jax.unroll import unroll
 CELLS = ('elman', 'gru', 'lstm')
 # The cells whose flax counterpart computes the same function (docstring).
 SAME_MATHS = ('elman', 'lstm')
+# The suite's table (python -m benchmarks): the headline ratio columns
+# (fnmatch patterns), then the time columns shown beside them.
+RATIOS = ('ours/flax', 'linen/flax')
+TIMES = ('ms_flax',)
 QUICK = ['--sizes=16x4x10', '--repeats=2']
 # Our cell, our Linen module and flax's, by cell name.
 _OURS = {'elman': cells.elman, 'gru': cells.gru, 'lstm': cells.lstm}
@@ -147,6 +151,7 @@ def _sizes(text: str) -> list[tuple[int, int, int]]:
   return out
 
 
+@_cli.writes_json
 def main(argv=None) -> list[dict]:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument('--cells', default=','.join(CELLS),

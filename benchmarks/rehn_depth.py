@@ -41,6 +41,10 @@ from vcrnn_jax.tasks import elastic_depth
 from vcrnn_jax.unroll import unroll
 
 BATCH, SEQ_LEN = 20, 20
+# The suite's table (python -m benchmarks): the headline ratio columns
+# (fnmatch patterns), then the time columns shown beside them.
+RATIOS = ('while/oracle', 'while/srhn', 'scan/while')
+TIMES = ('ms_oracle',)
 QUICK = ['--hidden=8', '--max_depth=4', '--repeats=2']
 
 
@@ -143,6 +147,7 @@ def measure(cell_params, cell, xs, ys, repeats, hidden):
                              'depth')
 
 
+@_cli.writes_json
 def main(argv=None) -> list[dict]:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument('--depth', type=int, default=3,

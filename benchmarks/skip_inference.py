@@ -85,6 +85,10 @@ from vcrnn_jax import cells, skip
 from vcrnn_jax.unroll import unroll
 
 CELLS = {'elman': cells.elman, 'gru': cells.gru, 'lstm': cells.lstm}
+# The suite's table (python -m benchmarks): the headline ratio columns
+# (fnmatch patterns), then the time columns shown beside them.
+RATIOS = ('hard/soft', 'grouped/soft', 'hard/plain')
+TIMES = ('ms_soft',)
 QUICK = ['--hidden=32', '--batches=1,4', '--steps=20', '--fractions=0.1,1.0',
          '--repeats=2', '--compact_rows=1']
 KEYS = ('hidden', 'batch', 'rows', 'fraction', 'runs', 'ms_soft', 'ms_hard',
@@ -137,6 +141,7 @@ def timed(jobs, repeats):
   return outs, {k: statistics.median(v) for k, v in times.items()}
 
 
+@_cli.writes_json
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument('--hidden', default='256,1024',

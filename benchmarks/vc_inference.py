@@ -46,6 +46,11 @@ from benchmarks import _cli
 from vcrnn_jax import cells, vc
 from vcrnn_jax.unroll import unroll
 
+# The suite's table (python -m benchmarks): the headline ratio columns
+# (fnmatch patterns), then the time columns shown beside them.
+RATIOS = ('soft/full', 'hard/8/full', 'hard/2^k/full',
+          'hard/8 r*/full')
+TIMES = ('us_full',)
 QUICK = ['--hidden=32', '--steps=10', '--m=0.3', '--batches=4',
          '--repeats=2', '--compact_rows=1']
 
@@ -72,6 +77,7 @@ def make_run(cell):
   return run
 
 
+@_cli.writes_json
 def main(argv=None) -> list[dict]:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument('--hidden', type=int, default=1024, help='D')
