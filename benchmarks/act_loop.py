@@ -28,6 +28,10 @@ Usage::
 
   python -m benchmarks.act_loop                # ~3 minutes on a 2-core CPU
   python -m benchmarks.act_loop --ponder=3 --repeats=50 --m=10,100,400
+
+The suite, ``python -m benchmarks --only=act_loop``, runs it as a user does
+(unpinned, every core) and pinned to one core, 3 times each in fresh
+processes taking turns, and reports both: docs/performance.md.
 """
 
 import argparse

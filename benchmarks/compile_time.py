@@ -34,11 +34,15 @@ compiled program depends on the data only through such shapes. ``none``: a
 synthetic task the binary draws itself. Nothing is ever downloaded. A
 binary that fails gets a row with its ``error`` and no times.
 
-Usage (pin to one core: the machine is shared)::
+Usage::
 
-  taskset -c 1 python -m benchmarks.compile_time     # ~3.5 min on one core
-  taskset -c 1 python -m benchmarks.compile_time --only=act_parity,vc_ptb
-  taskset -c 1 python -m benchmarks.compile_time --quick          # ~20 s
+  python -m benchmarks.compile_time     # ~3.5 min on one core of CPU-2
+  python -m benchmarks.compile_time --only=act_parity,vc_ptb
+  python -m benchmarks.compile_time --quick          # ~20 s
+
+The suite, ``python -m benchmarks --only=compile_time``, runs it as a user does
+(unpinned, every core) and pinned to one core, 3 times each in fresh
+processes taking turns, and reports both: docs/performance.md.
 """
 
 import argparse

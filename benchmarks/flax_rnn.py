@@ -33,10 +33,14 @@ not: the ratio compares two GRUs, not one GRU's two implementations.
 (a) and (b) run the same cell from the same params; how far apart their
 ratios are shows the timing noise.
 
-Usage (pin to one core: the machine is shared)::
+Usage::
 
-  taskset -c 1 python -m benchmarks.flax_rnn                # ~2 minutes
-  taskset -c 1 python -m benchmarks.flax_rnn --cells=lstm --sizes=512x64x50
+  python -m benchmarks.flax_rnn                # ~2 minutes on CPU-2
+  python -m benchmarks.flax_rnn --cells=lstm --sizes=512x64x50
+
+The suite, ``python -m benchmarks --only=flax_rnn``, runs it as a user does
+(unpinned, every core) and pinned to one core, 3 times each in fresh
+processes taking turns, and reports both: docs/performance.md.
 """
 
 import argparse

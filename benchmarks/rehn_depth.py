@@ -23,8 +23,12 @@ temporary memory of each train step
 
 Usage::
 
-  taskset -c 1 python -m benchmarks.rehn_depth       # ~2-4 minutes, 1 core
+  python -m benchmarks.rehn_depth       # ~2-4 minutes on CPU-2
   python -m benchmarks.rehn_depth --depth=3 --max_depth=5,10,40 --hidden=20,128
+
+The suite, ``python -m benchmarks --only=rehn_depth``, runs it as a user does
+(unpinned, every core) and pinned to one core, 3 times each in fresh
+processes taking turns, and reports both: docs/performance.md.
 """
 
 import argparse

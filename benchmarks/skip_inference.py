@@ -28,10 +28,14 @@ on different steps: with batch >= k some row updates on every step
 path saves nothing, although each row still updates only a fraction f of
 its steps.
 
-Usage (the machine is shared)::
+Usage::
 
   python -m benchmarks.skip_inference           # ~4 minutes
   python -m benchmarks.skip_inference --quick   # seconds (the smoke test)
+
+The suite, ``python -m benchmarks --only=skip_inference``, runs it as a
+user does (unpinned, every core) and pinned to one core, 3 times each in
+fresh processes taking turns, and reports both: docs/performance.md.
 
 Result on CPU-2 (2 cores, shared with two training jobs), jax 0.10.2,
 Elman, 100 steps per scan, median of 15; ``python -m

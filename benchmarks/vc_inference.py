@@ -26,11 +26,14 @@ zero and its bias logit(m-bar), so every row has ``m_t = m-bar`` exactly
 different sizes; that is where ``compact_rows`` can pay. ``--cell=vcgru``
 runs the VCGRU against the GRU instead.
 
-Usage (pin to one core: the machine is shared, and one core is what the
-numbers in docs/performance.md were taken on)::
+Usage::
 
-  taskset -c 1 python -m benchmarks.vc_inference          # ~2-3 minutes
-  taskset -c 1 python -m benchmarks.vc_inference --cell=vcgru --batches=1
+  python -m benchmarks.vc_inference          # ~2-3 minutes on CPU-2
+  python -m benchmarks.vc_inference --cell=vcgru --batches=1
+
+The suite, ``python -m benchmarks --only=vc_inference``, runs it as a user does
+(unpinned, every core) and pinned to one core, 3 times each in fresh
+processes taking turns, and reports both: docs/performance.md.
 """
 
 import argparse

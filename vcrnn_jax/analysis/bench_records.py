@@ -247,9 +247,10 @@ def _runs_text(settings: Mapping[str, Any]) -> str:
 
 
 def fragment(record: Mapping[str, Any]) -> str:
-  """The Markdown a results page quotes: :func:`provenance`, then
-  :func:`markdown_table`."""
-  return provenance(record) + '\n\n' + markdown_table(record)
+  """The Markdown a results page quotes: the benchmark's name and
+  :func:`provenance`, then :func:`markdown_table`."""
+  return (f'**`benchmarks.{record["benchmark"]}`**: {provenance(record)}'
+          '\n\n' + markdown_table(record) + '\n')
 
 
 def _dump(value: Any, indent: int) -> str:
