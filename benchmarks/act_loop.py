@@ -28,6 +28,10 @@ Usage::
 
   python -m benchmarks.act_loop                # ~3 minutes on a 2-core CPU
   python -m benchmarks.act_loop --ponder=3 --repeats=50 --m=10,100,400
+
+The suite, ``python -m benchmarks --only=act_loop``, runs it as a user does
+(unpinned, every core) and pinned to one core, 3 times each in fresh
+processes taking turns, and reports both: docs/performance.md.
 """
 
 import argparse
@@ -42,6 +46,10 @@ from vcrnn_jax import act, cells, loops
 from vcrnn_jax.tasks import parity
 
 HIDDEN, BATCH, BITS = 128, 128, 64
+# The suite's table (python -m benchmarks): the headline ratio columns
+# (fnmatch patterns), then the time columns shown beside them.
+RATIOS = ('while/oracle', 'scan/while')
+TIMES = ('ms_oracle',)
 QUICK = ['--m=10', '--repeats=2', '--tail=0']
 
 
@@ -148,6 +156,7 @@ def measure(params, loss, x, y, repeats):
   return _train_step.measure(params, loss, (x, y), repeats, 'ponder_steps')
 
 
+@_cli.writes_json
 def main(argv=None) -> list[dict]:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument('--ponder', type=int, default=3,

@@ -33,10 +33,14 @@ not: the ratio compares two GRUs, not one GRU's two implementations.
 (a) and (b) run the same cell from the same params; how far apart their
 ratios are shows the timing noise.
 
-Usage (pin to one core: the machine is shared)::
+Usage::
 
-  taskset -c 1 python -m benchmarks.flax_rnn                # ~2 minutes
-  taskset -c 1 python -m benchmarks.flax_rnn --cells=lstm --sizes=512x64x50
+  python -m benchmarks.flax_rnn                # ~2 minutes on CPU-2
+  python -m benchmarks.flax_rnn --cells=lstm --sizes=512x64x50
+
+The suite, ``python -m benchmarks --only=flax_rnn``, runs it as a user does
+(unpinned, every core) and pinned to one core, 3 times each in fresh
+processes taking turns, and reports both: docs/performance.md.
 """
 
 import argparse
@@ -55,6 +59,10 @@ from vcrnn_jax.unroll import unroll
 CELLS = ('elman', 'gru', 'lstm')
 # The cells whose flax counterpart computes the same function (docstring).
 SAME_MATHS = ('elman', 'lstm')
+# The suite's table (python -m benchmarks): the headline ratio columns
+# (fnmatch patterns), then the time columns shown beside them.
+RATIOS = ('ours/flax', 'linen/flax')
+TIMES = ('ms_flax',)
 QUICK = ['--sizes=16x4x10', '--repeats=2']
 # Our cell, our Linen module and flax's, by cell name.
 _OURS = {'elman': cells.elman, 'gru': cells.gru, 'lstm': cells.lstm}
@@ -147,6 +155,7 @@ def _sizes(text: str) -> list[tuple[int, int, int]]:
   return out
 
 
+@_cli.writes_json
 def main(argv=None) -> list[dict]:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument('--cells', default=','.join(CELLS),

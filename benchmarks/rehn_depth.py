@@ -23,8 +23,12 @@ temporary memory of each train step
 
 Usage::
 
-  taskset -c 1 python -m benchmarks.rehn_depth       # ~2-4 minutes, 1 core
+  python -m benchmarks.rehn_depth       # ~2-4 minutes on CPU-2
   python -m benchmarks.rehn_depth --depth=3 --max_depth=5,10,40 --hidden=20,128
+
+The suite, ``python -m benchmarks --only=rehn_depth``, runs it as a user does
+(unpinned, every core) and pinned to one core, 3 times each in fresh
+processes taking turns, and reports both: docs/performance.md.
 """
 
 import argparse
@@ -41,6 +45,10 @@ from vcrnn_jax.tasks import elastic_depth
 from vcrnn_jax.unroll import unroll
 
 BATCH, SEQ_LEN = 20, 20
+# The suite's table (python -m benchmarks): the headline ratio columns
+# (fnmatch patterns), then the time columns shown beside them.
+RATIOS = ('while/oracle', 'while/srhn', 'scan/while')
+TIMES = ('ms_oracle',)
 QUICK = ['--hidden=8', '--max_depth=4', '--repeats=2']
 
 
@@ -143,6 +151,7 @@ def measure(cell_params, cell, xs, ys, repeats, hidden):
                              'depth')
 
 
+@_cli.writes_json
 def main(argv=None) -> list[dict]:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument('--depth', type=int, default=3,

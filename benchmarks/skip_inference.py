@@ -28,10 +28,14 @@ on different steps: with batch >= k some row updates on every step
 path saves nothing, although each row still updates only a fraction f of
 its steps.
 
-Usage (the machine is shared)::
+Usage::
 
   python -m benchmarks.skip_inference           # ~4 minutes
   python -m benchmarks.skip_inference --quick   # seconds (the smoke test)
+
+The suite, ``python -m benchmarks --only=skip_inference``, runs it as a
+user does (unpinned, every core) and pinned to one core, 3 times each in
+fresh processes taking turns, and reports both: docs/performance.md.
 
 Result on CPU-2 (2 cores, shared with two training jobs), jax 0.10.2,
 Elman, 100 steps per scan, median of 15; ``python -m
@@ -85,6 +89,10 @@ from vcrnn_jax import cells, skip
 from vcrnn_jax.unroll import unroll
 
 CELLS = {'elman': cells.elman, 'gru': cells.gru, 'lstm': cells.lstm}
+# The suite's table (python -m benchmarks): the headline ratio columns
+# (fnmatch patterns), then the time columns shown beside them.
+RATIOS = ('hard/soft', 'grouped/soft', 'hard/plain')
+TIMES = ('ms_soft',)
 QUICK = ['--hidden=32', '--batches=1,4', '--steps=20', '--fractions=0.1,1.0',
          '--repeats=2', '--compact_rows=1']
 KEYS = ('hidden', 'batch', 'rows', 'fraction', 'runs', 'ms_soft', 'ms_hard',
@@ -137,6 +145,7 @@ def timed(jobs, repeats):
   return outs, {k: statistics.median(v) for k, v in times.items()}
 
 
+@_cli.writes_json
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument('--hidden', default='256,1024',

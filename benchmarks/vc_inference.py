@@ -26,11 +26,14 @@ zero and its bias logit(m-bar), so every row has ``m_t = m-bar`` exactly
 different sizes; that is where ``compact_rows`` can pay. ``--cell=vcgru``
 runs the VCGRU against the GRU instead.
 
-Usage (pin to one core: the machine is shared, and one core is what the
-numbers in docs/performance.md were taken on)::
+Usage::
 
-  taskset -c 1 python -m benchmarks.vc_inference          # ~2-3 minutes
-  taskset -c 1 python -m benchmarks.vc_inference --cell=vcgru --batches=1
+  python -m benchmarks.vc_inference          # ~2-3 minutes on CPU-2
+  python -m benchmarks.vc_inference --cell=vcgru --batches=1
+
+The suite, ``python -m benchmarks --only=vc_inference``, runs it as a user does
+(unpinned, every core) and pinned to one core, 3 times each in fresh
+processes taking turns, and reports both: docs/performance.md.
 """
 
 import argparse
@@ -46,6 +49,11 @@ from benchmarks import _cli
 from vcrnn_jax import cells, vc
 from vcrnn_jax.unroll import unroll
 
+# The suite's table (python -m benchmarks): the headline ratio columns
+# (fnmatch patterns), then the time columns shown beside them.
+RATIOS = ('soft/full', 'hard/8/full', 'hard/2^k/full',
+          'hard/8 r*/full')
+TIMES = ('us_full',)
 QUICK = ['--hidden=32', '--steps=10', '--m=0.3', '--batches=4',
          '--repeats=2', '--compact_rows=1']
 
@@ -72,6 +80,7 @@ def make_run(cell):
   return run
 
 
+@_cli.writes_json
 def main(argv=None) -> list[dict]:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument('--hidden', type=int, default=1024, help='D')

@@ -8,8 +8,12 @@ reads the records under ``docs/results/records`` (``experiments.record``
 makes them from finished runs), writes each paper's Markdown fragments and
 SVG figures to ``docs/results/generated`` with ``manifest.json`` (the hash
 of each fragment's text and of each figure's inputs), and copies the
-fragments that README.md and ``docs/getting_started.md`` quote into their
-``<!-- generated: NAME begin/end -->`` blocks. The results pages include the
+fragments that README.md, ``docs/getting_started.md`` and BUILD_NOTES.md
+quote into their ``<!-- generated: NAME begin/end -->`` blocks. It also
+reads the benchmark records under ``docs/performance/records`` (``python -m
+benchmarks --record_dir=docs/performance/records`` makes them; there may be
+none) and writes a table per benchmark, ``performance/<name>.md``, which
+``docs/performance.md`` quotes. The results pages include the
 fragments and figures. ``--check`` writes nothing and exits 1, listing
 them, when a generated file or a quoted block differs from what the records
 give (``tests/test_records.py`` runs the same check). It trains nothing.
@@ -26,18 +30,22 @@ import sys
 from absl import flags
 
 from experiments import _common
-from vcrnn_jax.analysis import records
+from vcrnn_jax.analysis import bench_records, records
 from vcrnn_jax.files import atomic_write
 from vcrnn_jax.papers import results
 
 flags.DEFINE_string('records', str(results.RECORDS), 'Folder of the run '
                     'records.')
+flags.DEFINE_string('benchmark_records', str(results.BENCHMARK_RECORDS),
+                    'Folder of the benchmark records (python -m benchmarks '
+                    '--record_dir); a missing folder holds none.')
 flags.DEFINE_string('out', str(results.GENERATED), 'Folder for the '
                     'generated fragments, figures and manifest.json.')
 flags.DEFINE_bool('check', False, 'Write nothing; exit 1 if anything '
                   'generated or quoted differs from the records.')
-flags.DEFINE_bool('quote', True, 'Also fill the marked blocks of README.md '
-                  'and docs/getting_started.md.')
+flags.DEFINE_bool('quote', True, 'Also fill the marked blocks of README.md, '
+                  'docs/getting_started.md, BUILD_NOTES.md and '
+                  'docs/performance.md.')
 FLAGS = flags.FLAGS
 
 
@@ -66,14 +74,16 @@ def _report_old(groups) -> None:
 def main(processes):
   del processes
   groups = records.read_records(FLAGS.records)
-  outs = results.outputs(groups)
+  benchmarks = bench_records.read_records(FLAGS.benchmark_records)
+  outs = results.outputs(groups, benchmarks)
   fragments = results.fragments(outs)
-  quoting = [p for p in results.QUOTING if p.is_file()] if FLAGS.quote else []
+  quoting = [p for p in results.QUOTING + results.PERFORMANCE
+             if p.is_file()] if FLAGS.quote else []
   if FLAGS.check:
     stale = records.stale_outputs(outs, FLAGS.out)
     for path in quoting:
       text = path.read_text()
-      if records.fill_blocks(text, fragments) != text:
+      if results.fill_blocks(text, fragments) != text:
         stale.append(f'{path}: a generated block differs from its fragment')
     for line in stale:
       print(line)
@@ -86,13 +96,13 @@ def main(processes):
   written = records.write_outputs(outs, FLAGS.out)
   for path in quoting:
     text = path.read_text()
-    new = records.fill_blocks(text, fragments)
+    new = results.fill_blocks(text, fragments)
     if new != text:
       atomic_write(path, new)
       print(f'updated {path}')
   print(f'wrote {len(written)} files to {pathlib.Path(FLAGS.out)} from '
         f'{sum(map(len, groups.values()))} records in {len(groups)} '
-        'experiments')
+        f'experiments and {len(benchmarks)} benchmark records')
   _report_old(groups)
 
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 import pathlib
 from typing import Any
 
-from vcrnn_jax.analysis import records
+from vcrnn_jax.analysis import bench_records, records
 from vcrnn_jax.papers.act import results as act_results
 from vcrnn_jax.papers.family import summary as family_summary
 from vcrnn_jax.papers.rehn import results as rehn_results
@@ -28,15 +28,46 @@ GENERATED = pathlib.Path('docs', 'results', 'generated')
 QUOTING = (pathlib.Path('README.md'),
            pathlib.Path('docs', 'getting_started.md'),
            pathlib.Path('BUILD_NOTES.md'))
+BENCHMARK_RECORDS = pathlib.Path('docs', 'performance', 'records')
+# Hand-written files with blocks copied from the benchmark tables (checked
+# by tests/test_bench_records.py: the page's own figures are typed history).
+PERFORMANCE = (pathlib.Path('docs', 'performance.md'),)
+# This source tree, whose benchmark records :func:`outputs` reads by default.
+_TREE = pathlib.Path(__file__).resolve().parents[2]
 
 
-def outputs(groups: Mapping[str, Sequence[Mapping[str, Any]]]
+def outputs(groups: Mapping[str, Sequence[Mapping[str, Any]]],
+            benchmarks: Sequence[Mapping[str, Any]] | None = None
             ) -> list[records.Output]:
-  """Every paper's outputs from the records grouped by experiment."""
+  """Every paper's outputs from the records grouped by experiment, and a
+  table per benchmark record of ``benchmarks`` (None: those of this source
+  tree's :data:`BENCHMARK_RECORDS`, none in an installed package)."""
   out = []
   for module in PAPERS.values():
     out += module.outputs(groups)
-  return out
+  if benchmarks is None:
+    benchmarks = bench_records.read_records(_TREE / BENCHMARK_RECORDS)
+  return out + benchmark_outputs(benchmarks)
+
+
+def benchmark_outputs(benchmarks: Sequence[Mapping[str, Any]]
+                      ) -> list[records.Output]:
+  """``performance/<benchmark>.md`` per benchmark record: its provenance
+  line and table (:func:`~vcrnn_jax.analysis.bench_records.fragment`)."""
+  return [records.Output(f'performance/{r["benchmark"]}.md',
+                         text=bench_records.fragment(r)) for r in benchmarks]
+
+
+def fill_blocks(text: str, fragments: Mapping[str, str]) -> str:
+  """:func:`~vcrnn_jax.analysis.records.fill_blocks`, a ``performance/``
+  block of a benchmark with no record yet left empty.
+
+  Raises:
+    ValueError: another block names no fragment.
+  """
+  empty = {name: '' for name in records.marked_blocks(text)
+           if name.startswith('performance/') and name not in fragments}
+  return records.fill_blocks(text, {**empty, **fragments})
 
 
 def fragments(outs: Sequence[records.Output]) -> dict[str, str]:
