@@ -81,13 +81,14 @@ def test_rows_aggregate_and_table(tmp_path):
       ('lstm', None, None), ('skip_lstm', 1e-3, None)]
   lines = summary.parity_table(parity).splitlines()
   assert lines[0].startswith('| method | grid | seeds | training range | '
-                             'solved (>= 0.95) | test range (solved seeds) |')
+                             'solved (>= 0.95) | test range (solved seeds) | '
+                             'steps | mults / input | ms / update |')
   # Stage two only for the seeds that solved the training range: ACT none
   # (not judged), PonderNet seed 0 alone (0.6, not the mean 0.7).
   assert lines[2] == ('| act | tau=0.01 | 1 | 0.5 | 0/1 | not judged: '
-                      'training range not learned | 1 | 100 | 0.002 | - | - |')
+                      'training range not learned | 1 | 100 | 2 | - | - |')
   assert lines[3] == (f'| pondernet | {pn_grid} | 2 | 0.9 ± 0.14 | 1/2 | '
-                      '0.6 | 5 ± 1.4 | 500 ± 141 | 0.02 ± 0.014 | '
+                      '0.6 | 5 ± 1.4 | 500 ± 141 | 20 ± 14 | '
                       '0.6 ± 0.14 | 0.2 ± 0.14 |')
   points = summary.pareto_points(parity)
   assert points[1] == {'label': f'pondernet {pn_grid}', 'method': 'pondernet',

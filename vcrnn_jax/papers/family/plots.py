@@ -43,7 +43,7 @@ def plot_by_count(series: Mapping[str, Sequence[Mapping[str, Any]]], path, *,
   """
   if not series or not any(series.values()):
     raise ValueError('plot_by_count: no rows to plot.')
-  fig = plots.new_figure((11.0, 4.2))
+  fig = plots.new_figure((11.0, 4.2 + 0.2 * ((len(series) + 2) // 3)))
   axes = fig.subplots(1, 2)
   for label, rows in series.items():
     counts = [r['count'] for r in rows]
@@ -57,7 +57,7 @@ def plot_by_count(series: Mapping[str, Sequence[Mapping[str, Any]]], path, *,
     if tested:
       ax.axvspan(min(tested) - 0.5, max(tested) + 0.5, color='grey',
                  alpha=0.12, label=None)
-    if trained:
+    if trained and tested:
       ax.axvline(max(trained) + 0.5, color='grey', lw=0.8, ls='--')
   where = ('shaded: test range; dashed: end of the training range'
            if tested else 'trained and tested on every count')
@@ -69,7 +69,9 @@ def plot_by_count(series: Mapping[str, Sequence[Mapping[str, Any]]], path, *,
   for ax in axes:
     ax.set_xlabel('number of non-zero elements')
     ax.grid(alpha=0.3)
-  axes[0].legend(fontsize=8)
+  # Below the panels: the grid labels are long and the lines fill the axes.
+  fig.legend(*axes[0].get_legend_handles_labels(),
+             loc='outside lower center', ncol=3, fontsize=7, frameon=False)
   fig.suptitle(title or 'Parity: steps and accuracy per number of non-zero '
                'elements')
   return plots.save(fig, path)

@@ -124,20 +124,26 @@ def parity_rows(runs: Sequence[Mapping[str, Any]]) -> list[dict]:
   return rows
 
 
-def _num(x: float, digits: int) -> str:
+def _num(x: float, digits: int, kilo: bool = False) -> str:
+  if kilo:
+    return f'{x / 1e3:.{digits}g}k'
   text = f'{x:.{digits}g}'
-  # 1.4e+02 reads worse than 140; keep exponents for big and tiny values.
-  return f'{x:.0f}' if 'e+' in text and abs(x) < 1e4 else text
+  # 1.4e+02 reads worse than 140; keep exponents for tiny values.
+  return f'{x:.0f}' if 'e+' in text else text
 
 
-def _mean_std(values) -> str:
-  xs = [float(v) for v in values if v is not None]
+def _mean_std(values, scale: float = 1.0) -> str:
+  """``mean ± sample std`` of the values that are not None; thousands as
+  ``k`` (the spread in the mean's unit)."""
+  xs = [float(v) * scale for v in values if v is not None]
   if not xs:
     return '-'
   mean = statistics.fmean(xs)
-  if len(xs) == 1:
-    return _num(mean, 3)
-  return f'{_num(mean, 3)} ± {_num(statistics.stdev(xs), 2)}'
+  kilo = abs(mean) >= 1e4
+  spread = statistics.stdev(xs) if len(xs) > 1 else 0.0
+  if not spread:
+    return _num(mean, 3, kilo)
+  return f'{_num(mean, 3, kilo)} ± {_num(spread, 2, kilo)}'
 
 
 def parity_table(rows: Sequence[Mapping[str, Any]]) -> str:
@@ -145,20 +151,21 @@ def parity_table(rows: Sequence[Mapping[str, Any]]) -> str:
   value, over its seeds.
 
   Stage one: the training range's accuracy and how many seeds reach
-  :data:`SOLVED` on it. Stage two, in the extrapolation setting: the test
+  :data:`SOLVED` on it (methods in the order rnn, act, repeat, pondernet). Stage two, in the extrapolation setting: the test
   range's accuracy over the seeds that solved their training range only;
   with none, "not judged". Then the steps per input at inference, the
   multiplications per input, the seconds per update and, for PonderNet,
   the sampled rule's accuracy and the halting mass the step cap holds.
   """
   groups: dict[tuple, list[Mapping[str, Any]]] = {}
-  for row in rows:
+  order = {m: i for i, m in enumerate(GRID)}
+  for row in sorted(rows, key=lambda r: order.get(r['method'], len(order))):
     groups.setdefault((row['method'], row['grid']), []).append(row)
   extrapolation = any(r['setting'] == 'extrapolation' for r in rows)
   header = ['method', 'grid', 'seeds', 'training range',
             f'solved (>= {SOLVED:g})']
   header += ['test range (solved seeds)'] if extrapolation else []
-  header += ['steps', 'mults / input', 's / update', 'sampled rule',
+  header += ['steps', 'mults / input', 'ms / update', 'sampled rule',
              'mass at cap']
   lines = []
   for (method, grid), members in groups.items():
@@ -170,9 +177,11 @@ def parity_table(rows: Sequence[Mapping[str, Any]]) -> str:
     if extrapolation:
       line.append(_mean_std(m['accuracy'] for m in solved) if solved
                   else 'not judged: training range not learned')
-    line += [_mean_std(m[k] for m in members) for k in (
-        'steps', 'multiplications', 'seconds_per_update', 'sample_accuracy',
-        'last_step_mass')]
+    line += [_mean_std(m['steps'] for m in members),
+             _mean_std(m['multiplications'] for m in members),
+             _mean_std((m['seconds_per_update'] for m in members), 1e3),
+             _mean_std(m['sample_accuracy'] for m in members),
+             _mean_std(m['last_step_mass'] for m in members)]
     lines.append(line)
   return records.table(header, lines)
 
@@ -240,19 +249,23 @@ def pareto_points(rows: Sequence[Mapping[str, Any]]) -> list[dict]:
   groups: dict[str, list[Mapping[str, Any]]] = {}
   for row in rows:
     groups.setdefault(_label(row), []).append(row)
+
+  def mean(members, key):
+    xs = [m[key] for m in members if m.get(key) is not None]
+    return statistics.fmean(xs) if xs else None
+
   points = []
   for label, members in groups.items():
     solved = [m for m in members
               if (m['training_range_accuracy'] or 0.0) >= SOLVED]
     extrapolation = members[0]['setting'] == 'extrapolation'
-    points.append({
-        'label': label, 'method': members[0]['method'],
-        'multiplications': statistics.fmean(
-            m['multiplications'] for m in members),
-        'accuracy': statistics.fmean(
-            m['training_range_accuracy'] for m in members),
-        'test_accuracy': (statistics.fmean(m['accuracy'] for m in solved)
-                          if solved and extrapolation else None)})
+    point = {'label': label, 'method': members[0]['method'],
+             'multiplications': mean(members, 'multiplications'),
+             'accuracy': mean(members, 'training_range_accuracy'),
+             'test_accuracy': (mean(solved, 'accuracy') if extrapolation
+                               else None)}
+    if point['multiplications'] is not None and point['accuracy'] is not None:
+      points.append(point)
   return points
 
 
@@ -311,10 +324,12 @@ def _parity_outputs(groups, runs) -> list[records.Output]:
           draw=lambda p, s=series, t=setup: family_plots.plot_by_count(
               s, p, title=f'Parity, {t}: mean over seeds')))
     points = pareto_points(rows)
-    out.append(records.Output(
-        f'family/compute_{slug}.svg', data=points,
-        draw=lambda p, d=points, t=setup:
-        family_plots.plot_accuracy_vs_compute(d, p, title=f'Parity, {t}')))
+    if points:
+      out.append(records.Output(
+          f'family/compute_{slug}.svg', data=points,
+          draw=lambda p, d=points, t=setup:
+          family_plots.plot_accuracy_vs_compute(d, p,
+                                                title=f'Parity, {t}')))
   return out
 
 
