@@ -404,7 +404,7 @@ def reconstruction_loss(out: PonderOutput, targets: Any, loss_fn,
 def kl_to_geometric(out: PonderOutput, lambda_p: float,
                     mask: jax.Array | None = None, *,
                     direction: str = 'paper') -> jax.Array:
-  r"""The regulariser of P3: a KL divergence between ``p`` and a geometric prior.
+  r"""The regulariser of P3: a KL divergence between ``p`` and the prior.
 
   ``direction='paper'`` (default) is PonderNet's P3,
 

@@ -151,8 +151,9 @@ def parity_table(rows: Sequence[Mapping[str, Any]]) -> str:
   value, over its seeds.
 
   Stage one: the training range's accuracy and how many seeds reach
-  :data:`SOLVED` on it (methods in the order rnn, act, repeat, pondernet). Stage two, in the extrapolation setting: the test
-  range's accuracy over the seeds that solved their training range only;
+  :data:`SOLVED` on it (methods in the order rnn, act, repeat,
+  pondernet). Stage two, in the extrapolation setting: the test range's
+  accuracy over the seeds that solved their training range only;
   with none, "not judged". Then the steps per input at inference, the
   multiplications per input, the seconds per update and, for PonderNet,
   the sampled rule's accuracy and the halting mass the step cap holds.
