@@ -23,18 +23,17 @@ authors' code), budget 1e-4 (their cost per sample for the adding task),
 VCGRU's target m-bar 0.3 with weight 0.1 (VCRNN Eq. 10). The authors train
 until the error stops improving; 30,000 steps here.
 
-On CPU-2 (2 cores, shared) one update takes 0.11-0.22 s, so the runs
-recorded are reduced to 2,500 updates (seeds 0 and 1)::
+On CPU-2 (2 cores) one update takes about 0.1 s, so the runs recorded are
+reduced to 1,000 updates, seeds 0-2 (docs/results/family.md)::
 
-  python -m experiments.family_adding --model=<m> --steps=2500 \
-      --eval_every=500 --seed=<s> [--budget=<b>]
+  python -m experiments.family_adding --model=<m> --steps=1000 \
+      --eval_every=250 --seed=<s> [--budget=<b>]
 
-MSE (baseline 1/6) and share of the state updated: LSTM 7.6e-4 and GRU
-2.9e-4 at 1; Skip-LSTM 9.4e-4 at 0.99 (budget 1e-4), 0.030 at 0.38 (1e-3),
-0.097 at 0.09 (1e-2); Skip-GRU 1.3e-3 at 0.83, 0.027 at 0.35, 0.105 at
-0.07; VCGRU 1.6e-3 at 0.31 of its dimensions. Skipping most steps while
-solving the task (the Skip-RNN paper) is not reached in 2,500 updates
-(docs/results/family.md).
+MSE relative to predicting the mean (1/6), and share of the state updated:
+LSTM, GRU and both Skip cells at budget 1e-4 reach 1.2-1.6% at full
+computation; Skip-LSTM 3.8% at 92% of its steps (budget 1e-3) and 57% at
+11% (1e-2); VCGRU 9% at 31% of its dimensions. Skipping most steps while
+solving the task (the Skip-RNN paper) is not reached in 1,000 updates.
 """
 
 from absl import flags

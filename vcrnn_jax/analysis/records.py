@@ -28,7 +28,8 @@ key           what
               several seeds in one process, the seed's entry, with what the
               binary reported over all of them under ``shared``; lists
               longer than :data:`MAX_LIST` left out
-``tables``    each small CSV the run wrote (``difficulty.csv``, ...), as rows
+``tables``    each small CSV the run wrote (``difficulty.csv``, ...), as rows,
+              unless ``results`` holds it under the same name
 ``note``      free text: what the numbers do not say (a shared machine)
 ============  ================================================================
 
@@ -297,9 +298,13 @@ def make_record(workdir, *, command: str, commit: str,
   seed = _seed(workdir, flags)
   command = command.replace('{seed}', str(seed))
   final = {k: v for k, v in rows[-1].items() if k != 'time'}
+  results = _results(workdir, seed)
   tables = {}
   for path in sorted(workdir.glob('*.csv')):
-    if path.stat().st_size <= MAX_TABLE_BYTES:
+    # A table results.json already holds under its name (family_parity's
+    # by_count) is kept once, there.
+    if (path.stat().st_size <= MAX_TABLE_BYTES
+        and path.stem not in (results or {})):
       tables[path.stem] = [{k: _round(v) for k, v in row.items()}
                            for row in read_table(path)]
   record = {
@@ -310,7 +315,7 @@ def make_record(workdir, *, command: str, commit: str,
       'machine': dict(machine_info),
       'wall_s': wall_seconds(workdir, rows),
       'final': final, 'curve': curve(rows, max_points),
-      'results': _results(workdir, seed), 'tables': tables,
+      'results': results, 'tables': tables,
       'note': note}
   return record
 
