@@ -334,7 +334,8 @@ def parity_experiment(model: ModelConfig, setting: str = 'interpolation', *,
   train_task, test_task = tasks_of(setting, layout, bits)
   net = build_model(model)
   scorer = _scorer(model)
-  same_range = ranges(setting, bits)[1] == ranges(setting, bits)[2]
+  _, train_range, test_range = ranges(setting, bits)
+  same_range = train_range == test_range
 
   @jax.jit
   def sample(key, step):

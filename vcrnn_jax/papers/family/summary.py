@@ -138,9 +138,8 @@ def _mean_std(values, scale: float = 1.0) -> str:
   xs = [float(v) * scale for v in values if v is not None]
   if not xs:
     return '-'
-  mean = statistics.fmean(xs)
+  mean, spread, _ = records.mean_std(xs)
   kilo = abs(mean) >= 1e4
-  spread = statistics.stdev(xs) if len(xs) > 1 else 0.0
   if not spread:
     return _num(mean, 3, kilo)
   return f'{_num(mean, 3, kilo)} ± {_num(spread, 2, kilo)}'
