@@ -23,8 +23,9 @@ authors' code), budget 1e-4 (their cost per sample for the adding task),
 VCGRU's target m-bar 0.3 with weight 0.1 (VCRNN Eq. 10). The authors train
 until the error stops improving; 30,000 steps here.
 
-On CPU-2 (2 cores) one update takes about 0.1 s, so the runs recorded are
-reduced to 1,000 updates, seeds 0-2 (docs/results/family.md)::
+On CPU-2 (2 cores) one update took 0.07-0.4 s (two runs at a time), so the
+runs recorded are reduced to 1,000 updates, seeds 0-2
+(docs/results/family.md)::
 
   python -m experiments.family_adding --model=<m> --steps=1000 \
       --eval_every=250 --seed=<s> [--budget=<b>]
