@@ -165,8 +165,10 @@ def main(argv=None) -> list[dict]:
                       'max(1, floor(hyper * D_h)); EI-REHN multiplies '
                       '2 D_h^2 + 6 D_h D_z + D_z^2 per row and micro-layer, '
                       'SRHN 2 D_h^2')
-  parser.add_argument('--checkpoints', type=int, default=8,
-                      help="(a)'s backward-pass carry slots")
+  parser.add_argument('--checkpoints', type=int,
+                      default=rehn.ELASTIC_LOOP.checkpoints,
+                      help="(a)'s backward-pass carry slots (default: the "
+                      "elastic cells' default loop, rehn.ELASTIC_LOOP)")
   parser.add_argument('--save_residuals', default=False,
                       action=argparse.BooleanOptionalAction,
                       help="(a) also saves each slot's vjp residuals")
