@@ -15,9 +15,9 @@ dispatch does not dominate) at ``D = --hidden`` for:
   * ``hard/2^k``: the hard path with powers of two (D/128 ... D) as sizes;
   * batch > 1 only, ``hard/8 rC``: the rows sorted by size, each weight
     shell multiplied for the rows that need it, in multiples of C rows
-    (``compact_rows=C``, ``--compact_rows``, default 8), instead of every
-    row at the batch's largest size (no ``compact_rows``, the other
-    columns).
+    (``compact_rows=C``, one column per C of ``--compact_rows``, default
+    4 and 8), instead of every row at the batch's largest size (no
+    ``compact_rows``, the other columns).
 
 for m-bar in ``--m`` and batch in ``--batches``. The scheduler's weights are
 zero and its bias logit(m-bar), so every row has ``m_t = m-bar`` exactly
@@ -98,15 +98,21 @@ def main(argv=None) -> list[dict]:
   parser.add_argument('--repeats', type=int, default=15,
                       help='timed runs per configuration (median); the '
                       'configurations take turns so load hits them alike')
-  parser.add_argument('--compact_rows', type=int, default=8,
-                      help='"hard/8 rC": the rows of each weight shell are '
-                      'computed in multiples of this many (vc.vcrnn\'s '
-                      'compact_rows)')
+  parser.add_argument('--compact_rows', default='4,8',
+                      help='comma-separated; a "hard/8 rC" column each: the '
+                      'rows of each weight shell are computed in multiples '
+                      'of C (vc.vcrnn\'s compact_rows)')
   _cli.add_quick(parser, QUICK)
   args = _cli.parse(parser, argv, QUICK)
-  if min(args.hidden, args.steps, args.repeats, args.compact_rows) < 1:
-    parser.error('--hidden, --steps, --repeats and --compact_rows must be '
-                 '>= 1')
+  try:
+    compact = [int(v) for v in args.compact_rows.split(',')]
+  except ValueError:
+    compact = [0]
+  if min(compact) < 1:
+    parser.error('--compact_rows must be comma-separated integers >= 1, '
+                 f'got {args.compact_rows!r}')
+  if min(args.hidden, args.steps, args.repeats) < 1:
+    parser.error('--hidden, --steps and --repeats must be >= 1')
   batches = [int(b) for b in args.batches.split(',')]
   m_bars = [float(m) for m in args.m.split(',')]
   if any(not 0.0 < m <= 1.0 for m in m_bars):
@@ -115,13 +121,13 @@ def main(argv=None) -> list[dict]:
   factory = vc.vcrnn if args.cell == 'vcrnn' else vc.vcgru
   full = cells.elman(n) if args.cell == 'vcrnn' else cells.gru(n)
   pow2 = tuple(n >> k for k in reversed(range(8)) if n >> k >= 1)
-  grouped = f'hard/8 r{args.compact_rows}'
+  grouped = {f'hard/8 r{c}': factory(n, hard=True, block_sizes=8,
+                                     compact_rows=c) for c in compact}
   variants = {
       'soft': factory(n, sharpness=1.0),
       'hard/8': factory(n, hard=True, block_sizes=8),
       'hard/2^k': factory(n, hard=True, block_sizes=pow2),
-      grouped: factory(n, hard=True, block_sizes=8,
-                       compact_rows=args.compact_rows),
+      **grouped,
   }
   runs = {name: make_run(cell) for name, cell in variants.items()}
   run_full = make_run(full)
@@ -143,7 +149,7 @@ def main(argv=None) -> list[dict]:
       for m_bar in m_bars:
         spread = args.spread if kind == 'spread' else 0.0
         params = vc_params(variants['soft'], n, m_bar, spread)
-        names = [k for k in variants if batch > 1 or k != grouped]
+        names = [k for k in variants if batch > 1 or k not in grouped]
         jobs = {'full': (run_full, full_params)}
         jobs.update({k: (runs[k], params) for k in names})
         outs = {}

@@ -666,3 +666,15 @@ def test_a_scheduled_cell_fits_every_wrapper_that_probes_its_shapes():
   params = lm.init(jax.random.key(2))
   logits, _ = lm.apply(params, jnp.zeros((B, T), jnp.int32), context=ctx)
   assert logits.shape == (B, T, 11)
+
+
+def test_compacted_shells_are_the_sizes_thinned_to_a_width():
+  # min(256, D / 4) columns each, ending at D: at D 1024 the D/8 sizes
+  # become 4 shells; small D keeps D/4-wide ones.
+  assert vc._shell_sizes(vc._block_sizes(1024, 8)) == (256, 512, 768, 1024)
+  assert vc._shell_sizes(vc._block_sizes(2048, 8)) == tuple(
+      range(256, 2049, 256))
+  assert vc._shell_sizes((8, 16, 32, 64, 128, 256, 512, 1024)) == (
+      256, 512, 1024)
+  assert vc._shell_sizes((256, 900, 1024)) == (256, 1024)
+  assert vc._shell_sizes((1, 2, 4, 8)) == (2, 4, 8)
