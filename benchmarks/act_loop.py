@@ -10,6 +10,9 @@ parity configuration (Elman 128, batch 128, 64 bits) for:
   (b) ``adaptive(..., loop='scan')``: the masked ``lax.scan`` over all M steps;
   (c) an oracle "Repeat-RNN": a plain ``lax.scan`` of exactly the realised
       number of ponder steps (no halting unit), differentiated by autodiff;
+  (d) ``adaptive(..., loop='while')`` with the library's default loop
+      (:class:`vcrnn_jax.loops.LoopConfig`: 8 slots, no residuals): what a
+      user who passes no loop settings gets (``default/oracle``);
 
 for M in {10, 100, 400}, and the compiled temporary memory of each train step
 (``jit(...).lower(...).compile().memory_analysis()``). The halting unit is set
@@ -19,7 +22,8 @@ logit(1/ponder + tiny)), making the oracle exact.
 Then the tail case (``--tail``): rows ponder different numbers of steps
 (:func:`tail_steps`: mean 3.55, batch maximum 26, set through an input
 column the halting unit reads), against an oracle of ceil(mean N) = 4 steps
-for every row, for each ``compact_rows`` given, timed interleaved.
+for every row, for each ``compact_rows`` given, with (a)'s slots and with (d)'s
+(``default/oracle``), timed interleaved.
 ``taskset -c 0 python -m benchmarks.act_loop --m=100 --tail=0,8,1`` on
 CPU-2 (the other core busy): 10.1x (no compaction), 1.99x (8), 2.03x (1).
 ``--profile=DIR`` also writes a ``jax.profiler`` trace of the tail case.
@@ -48,7 +52,7 @@ from vcrnn_jax.tasks import parity
 HIDDEN, BATCH, BITS = 128, 128, 64
 # The suite's table (python -m benchmarks): the headline ratio columns
 # (fnmatch patterns), then the time columns shown beside them.
-RATIOS = ('while/oracle', 'scan/while')
+RATIOS = ('while/oracle', 'default/oracle', 'scan/while')
 TIMES = ('ms_oracle',)
 QUICK = ['--m=10', '--repeats=2', '--tail=0']
 
@@ -215,7 +219,7 @@ def main(argv=None) -> list[dict]:
         f'{args.save_residuals}, compact_rows={args.compact_rows or None}')
   t_c, mem_c, n_c = measure(*oracle_step(args.ponder), x, y, args.repeats)
   header = (f'{"M":>5} {"N":>5} {"(a) while ms":>13} {"(b) scan ms":>12} '
-            f'{"(c) oracle ms":>14} {"a/c":>6} {"b/a":>7} '
+            f'{"(c) oracle ms":>14} {"a/c":>6} {"d/c":>6} {"b/a":>7} '
             f'{"mem(a) KiB":>11} {"mem(b) KiB":>11}')
   print(header)
   mems, results = {}, []
@@ -228,15 +232,19 @@ def main(argv=None) -> list[dict]:
                               args.repeats)
     t_b, mem_b, _ = measure(*act_step(m, 'scan', args.ponder), x, y,
                             max(3, args.repeats // 5))
+    t_d, _, _ = measure(*act_step(m, loops.LoopConfig(), args.ponder), x, y,
+                        args.repeats)
     mems[m] = mem_a
     results.append({'M': m, 'N': n_a, 'case': 'uniform', 'ms_while': t_a * 1e3,
                     'ms_scan': t_b * 1e3, 'ms_oracle': t_c * 1e3,
-                    'while/oracle': t_a / t_c, 'scan/while': t_b / t_a,
+                    'while/oracle': t_a / t_c,
+                    'default/oracle': t_d / t_c, 'scan/while': t_b / t_a,
                     'temp_kib_while': _kib(mem_a),
                     'temp_kib_scan': _kib(mem_b)})
     kib = lambda v: f'{v / 1024:.0f}' if v is not None else 'n/a'
     print(f'{m:>5} {n_a:>5.1f} {t_a * 1e3:>13.3f} {t_b * 1e3:>12.3f} '
-          f'{t_c * 1e3:>14.3f} {t_a / t_c:>6.2f} {t_b / t_a:>7.1f} '
+          f'{t_c * 1e3:>14.3f} {t_a / t_c:>6.2f} {t_d / t_c:>6.2f} '
+          f'{t_b / t_a:>7.1f} '
           f'{kib(mem_a):>11} {kib(mem_b):>11}')
   print('oracle temp memory: '
         f'{mem_c / 1024 if mem_c else float("nan"):.0f} KiB')
@@ -265,6 +273,9 @@ def tail_case(x, y, tails, args) -> list[dict]:
                             compact_rows=c or None)
     steps_fns[c] = _train_step.compile_step(*act_tail_step(100, loop),
                                             (xt, y))
+    steps_fns[f'default {c}'] = _train_step.compile_step(
+        *act_tail_step(100, loops.LoopConfig(compact_rows=c or None)),
+        (xt, y))
   med = _train_step.interleaved(steps_fns, args.repeats)
   if args.profile:
     # One trace, the settings one after the other: each train step is a
@@ -276,15 +287,18 @@ def tail_case(x, y, tails, args) -> list[dict]:
     jax.profiler.stop_trace()
     print(f'trace of 10 steps each of {", ".join(map(str, steps_fns))} '
           f'written to {args.profile}')
-  print(f'{"compact_rows":>12} {"while ms":>9} {"oracle ms":>10} {"a/c":>6}')
+  print(f'{"compact_rows":>12} {"while ms":>9} {"oracle ms":>10} {"a/c":>6} '
+        f'{"d/c":>6}')
   rows = []
   for c in tails:
     ratio = med[c] / med['oracle']
+    default = med[f'default {c}'] / med['oracle']
     print(f'{str(c or None):>12} {med[c] * 1e3:>9.3f} '
-          f'{med["oracle"] * 1e3:>10.3f} {ratio:>6.2f}')
+          f'{med["oracle"] * 1e3:>10.3f} {ratio:>6.2f} {default:>6.2f}')
     rows.append({'M': 100, 'N': float(steps.mean()), 'case': 'tail',
                  'compact_rows': c or None, 'ms_while': med[c] * 1e3,
-                 'ms_oracle': med['oracle'] * 1e3, 'while/oracle': ratio})
+                 'ms_oracle': med['oracle'] * 1e3, 'while/oracle': ratio,
+                 'default/oracle': default})
   return rows
 
 
