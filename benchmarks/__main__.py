@@ -158,7 +158,8 @@ def main(argv=None) -> dict:
     runs = _run(name, settings)
     record = _record.make(name, runs, command=command, started=started,
                           seconds=time.perf_counter() - t0,
-                          settings=settings, machine=args.machine)
+                          settings=settings, machine=args.machine,
+                          record_dir=args.record_dir)
     results['benchmarks'][name] = {
         'seconds': record['seconds'],
         'rows': bench_records.headline(record['rows']), 'record': record}

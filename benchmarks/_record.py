@@ -42,21 +42,24 @@ def versions() -> dict:
   return records.versions()
 
 
-def _commit() -> tuple[str, bool]:
+def _commit(record_dir) -> tuple[str, bool]:
   try:
-    return records.tree_commit(REPO)
+    return records.tree_commit(REPO, exclude=[record_dir] if record_dir
+                               else [])
   except ValueError:
     return 'unknown', False
 
 
 def make(name: str, runs: dict, *, command: str, started: str,
-         seconds: float, settings: dict, machine: str) -> dict:
+         seconds: float, settings: dict, machine: str,
+         record_dir: str = '') -> dict:
   """The record of benchmark ``name``'s ``runs`` (per affinity, the rows of
   each run), its ratio and time columns read off the module's ``RATIOS``
-  and ``TIMES``."""
+  and ``TIMES``. Its ``dirty`` ignores ``record_dir``, where the suite
+  writes the records of the benchmarks before it."""
   module = importlib.import_module(f'benchmarks.{name}')
   ratios, times = tuple(module.RATIOS), tuple(module.TIMES)
-  commit, dirty = _commit()
+  commit, dirty = _commit(record_dir)
   info = records.machine(machine)
   info['usable_cores'] = cores()
   return _cli.json_ready({

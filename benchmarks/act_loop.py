@@ -24,8 +24,9 @@ Then the tail case (``--tail``): rows ponder different numbers of steps
 column the halting unit reads), against an oracle of ceil(mean N) = 4 steps
 for every row, for each ``compact_rows`` given, with (a)'s slots and with (d)'s
 (``default/oracle``), timed interleaved.
-``taskset -c 0 python -m benchmarks.act_loop --m=100 --tail=0,8,1`` on
-CPU-2 (the other core busy): 10.1x (no compaction), 1.99x (8), 2.03x (1).
+On CPU-2, unpinned (the suite's record, docs/performance.md): (a) 9.8x
+without compaction, 2.4x with ``compact_rows`` 8 or 1; (d) 7.6x, 2.3x,
+2.4x.
 ``--profile=DIR`` also writes a ``jax.profiler`` trace of the tail case.
 
 Usage::

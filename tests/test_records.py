@@ -9,6 +9,7 @@ docs/results/records give (``python -m experiments.results`` rebuilds them).
 import json
 import pathlib
 import re
+import subprocess
 
 import pytest
 
@@ -254,3 +255,23 @@ def test_act_headline_names_seeds_at_or_above_the_paper():
   text = act_results.main_command_text(main[:1], [_act_record(0, 0.4)])
   assert "Every seed is below the paper's 5%" in text
   assert 'without ACT' in text and 'stays at 40.00%' in text
+
+
+def test_tree_commit_dirty_ignores_excluded_folders(tmp_path):
+  def git(*args):
+    subprocess.run(['git', '-C', str(tmp_path), *args], check=True,
+                   capture_output=True)
+  git('init', '-q')
+  (tmp_path / 'records').mkdir()
+  (tmp_path / 'records' / 'a.json').write_text('{}')
+  (tmp_path / 'code.py').write_text('x = 1\n')
+  git('add', '.')
+  git('-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '-qm', 'c')
+  assert records.tree_commit(tmp_path)[1] is False
+  (tmp_path / 'records' / 'a.json').write_text('{"new": 1}')
+  assert records.tree_commit(tmp_path)[1] is True
+  assert records.tree_commit(tmp_path, exclude=[tmp_path / 'records'])[
+      1] is False
+  (tmp_path / 'code.py').write_text('x = 2\n')
+  assert records.tree_commit(tmp_path, exclude=[tmp_path / 'records'])[
+      1] is True

@@ -198,9 +198,11 @@ def machine(name: str) -> dict:
           'memory_gib': memory}
 
 
-def tree_commit(tree) -> tuple[str, bool]:
+def tree_commit(tree, exclude=()) -> tuple[str, bool]:
   """``(commit, dirty)`` of the git tree at ``tree``: HEAD's full hash and
-  whether tracked files differ from it.
+  whether tracked files differ from it, outside the folders ``exclude``
+  (paths inside ``tree``: a run's own output folder, whose records it
+  rewrites as it goes).
 
   Raises:
     ValueError: ``tree`` is not in a git work tree.
@@ -208,9 +210,17 @@ def tree_commit(tree) -> tuple[str, bool]:
   def git(*args):
     return subprocess.run(['git', '-C', str(tree), *args], check=True,
                           capture_output=True, text=True).stdout.strip()
+  root = pathlib.Path(tree).resolve()
+  skip = []
+  for path in exclude:
+    path = pathlib.Path(path)
+    path = (path if path.is_absolute() else pathlib.Path.cwd() / path)
+    if path.resolve().is_relative_to(root):
+      skip.append(f':(exclude){path.resolve().relative_to(root)}')
   try:
     commit = git('rev-parse', 'HEAD')
-    dirty = bool(git('status', '--porcelain', '--untracked-files=no'))
+    dirty = bool(git('status', '--porcelain', '--untracked-files=no',
+                     '--', '.', *skip))
   except (OSError, subprocess.CalledProcessError) as e:
     raise ValueError(f'{tree} is not a git work tree (git: '
                      f'{getattr(e, "stderr", e)!s}'.strip() + ')') from None
