@@ -37,42 +37,16 @@ The suite, ``python -m benchmarks --only=skip_inference``, runs it as a
 user does (unpinned, every core) and pinned to one core, 3 times each in
 fresh processes taking turns, and reports both: docs/performance.md.
 
-Result on CPU-2 (2 cores, shared with two training jobs), jax 0.10.2,
-Elman, 100 steps per scan, median of 15; ``python -m
-benchmarks.skip_inference``, 4 min 11 s ("grp" is ``hard=True,
-compact_rows=8``; ms are per scan of 100 steps, printed for every variant
-(here the soft path's); the load moves them by up to 2x between rows, the
-ratios within a row are steadier; at batch 1 hard and grp are the same
-program)::
-
-  hidden batch   rows update runs  ms soft hard/soft grp/soft hard/plain
-     256     1   same  0.100 0.10     1.55     1.386    0.296      1.955
-     256     1   same  0.340 0.34     1.05     0.615    0.593      0.677
-     256     1   same  0.500 0.50     1.25     0.696    0.687      0.798
-     256     1   same  1.000 1.00     1.14     1.317    2.275      1.407
-     256    64   same  0.100 0.10    55.69     0.208    0.270      0.202
-     256    64   same  0.340 0.34    59.21     0.417    0.540      0.376
-     256    64   same  0.500 0.50    62.45     0.525    0.594      0.536
-     256    64   same  1.000 1.00    71.50     0.930    1.013      0.907
-     256    64 phased  0.100 1.00    58.59     1.032    0.337      1.029
-    1024     1   same  0.100 0.10    46.98     0.100    0.160      0.109
-    1024     1   same  0.340 0.34    43.02     0.327    0.311      0.327
-    1024     1   same  0.500 0.50    41.08     0.500    0.490      0.512
-    1024     1   same  1.000 1.00    38.24     1.046    0.949      1.153
-    1024    64   same  0.100 0.10   889.28     0.135    0.156      0.131
-    1024    64   same  0.340 0.34   582.80     0.426    0.412      0.404
-    1024    64   same  0.500 0.50   780.07     0.562    0.582      0.574
-    1024    64   same  1.000 1.00   672.79     1.025    1.092      0.954
-    1024    64 phased  0.100 1.00   723.34     1.106    0.531      0.994
-
-Reading: with rows in step, hard/soft follows the update fraction (0.10-0.14
-at D=1024 for f=0.1): a skipped step costs close to nothing. At f=1 the
-hard path saves nothing and costs the gate (~1.0-1.1x soft). Rows out of
-phase (runs = 1 although each row updates 10% of its steps) save nothing
-without row buckets and 0.34x (D=256) to 0.53x (D=1024) with 8 buckets; on
-this CPU the plain Elman step on 8 rows already costs about half of its
-cost on 64 rows at D=1024 (``--hidden=1024 --batches=8,64 --fractions=1.0
---phased=0``), which is that floor.
+Result on CPU-2, unpinned (the suite's record, 2 runs; docs/performance.md
+has the table): with rows in step and 10% of steps updating, hard/soft is
+0.18 (batch 1) and 0.28 (batch 64) at D=1024, so a skipped step costs
+close to nothing; at f=1 the hard path saves nothing and costs the gate
+(0.99-1.04x soft). Rows out of phase (runs = 1 although each row updates
+10% of its steps) save nothing without compaction (1.00-1.07x) and 0.35x
+(D=256) and 0.40x (D=1024) with ``compact_rows=8``; on this CPU the plain
+Elman step on 8 rows already costs about half of its cost on 64 rows at
+D=1024 (``--hidden=1024 --batches=8,64 --fractions=1.0 --phased=0``):
+that is the grouped path's floor.
 """
 
 import argparse
