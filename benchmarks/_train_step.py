@@ -39,6 +39,18 @@ def compile_step(params, loss: Callable, batch) -> Callable[[], object]:
   return lambda: compiled(*args)
 
 
+def compile_measured(params, loss: Callable, batch,
+                     metric: str) -> tuple[Callable[[], object], object, float]:
+  """:func:`compile_step`, its compiled temp bytes and the first step's
+  value of the loss metric ``metric``."""
+  compiled, args = _compiled(params, loss, batch)
+  mem = compiled.memory_analysis()
+  temp = getattr(mem, 'temp_size_in_bytes', None) if mem is not None else None
+  _, metrics = compiled(*args)
+  value = float(jax.block_until_ready(metrics[metric]))
+  return (lambda: compiled(*args)), temp, value
+
+
 def interleaved(steps: dict, repeats: int) -> dict:
   """Median seconds of each of ``steps`` (name -> function), run in turn.
 
@@ -65,14 +77,10 @@ def measure(params, loss: Callable, batch, repeats: int,
     repeats: timed steps (after one untimed step that compiles).
     metric: the name of the loss metric to return (its first step's value).
   """
-  compiled, args = _compiled(params, loss, batch)
-  mem = compiled.memory_analysis()
-  temp = getattr(mem, 'temp_size_in_bytes', None) if mem is not None else None
-  _, metrics = compiled(*args)
-  value = float(jax.block_until_ready(metrics[metric]))
+  step, temp, value = compile_measured(params, loss, batch, metric)
   times = []
   for _ in range(repeats):
     t0 = time.perf_counter()
-    jax.block_until_ready(compiled(*args))
+    jax.block_until_ready(step())
     times.append(time.perf_counter() - t0)
   return statistics.median(times), temp, value

@@ -13,8 +13,13 @@ parity configuration (Elman 128, batch 128, 64 bits) for:
   (d) ``adaptive(..., loop='while')`` with the library's default loop
       (:class:`vcrnn_jax.loops.LoopConfig`: 8 slots, no residuals): what a
       user who passes no loop settings gets (``default/oracle``);
+  (e) ACT's own maths without the while loop: ``loop='scan'`` with M = N,
+      the halting unit and the accumulators of Eq. 9 over exactly the
+      steps taken (``floor/oracle``, the same in every row): the floor a
+      loop over the same steps can reach;
 
-for M in {10, 100, 400}, and the compiled temporary memory of each train step
+for M in {10, 100, 400}, (a), (c), (d) and (e) timed interleaved, and the
+compiled temporary memory of each train step
 (``jit(...).lower(...).compile().memory_analysis()``). The halting unit is set
 so that every sequence ponders exactly ``--ponder`` steps (kernel 0, bias
 logit(1/ponder + tiny)), making the oracle exact.
@@ -53,7 +58,7 @@ from vcrnn_jax.tasks import parity
 HIDDEN, BATCH, BITS = 128, 128, 64
 # The suite's table (python -m benchmarks): the headline ratio columns
 # (fnmatch patterns), then the time columns shown beside them.
-RATIOS = ('while/oracle', 'default/oracle', 'scan/while')
+RATIOS = ('while/oracle', 'default/oracle', 'floor/oracle', 'scan/while')
 TIMES = ('ms_oracle',)
 QUICK = ['--m=10', '--repeats=2', '--tail=0']
 
@@ -218,42 +223,54 @@ def main(argv=None) -> list[dict]:
         f'{BITS} bits, ponder N={args.ponder}, median of {args.repeats}; '
         f'(a): checkpoints={args.checkpoints}, save_residuals='
         f'{args.save_residuals}, compact_rows={args.compact_rows or None}')
-  t_c, mem_c, n_c = measure(*oracle_step(args.ponder), x, y, args.repeats)
-  header = (f'{"M":>5} {"N":>5} {"(a) while ms":>13} {"(b) scan ms":>12} '
-            f'{"(c) oracle ms":>14} {"a/c":>6} {"d/c":>6} {"b/a":>7} '
-            f'{"mem(a) KiB":>11} {"mem(b) KiB":>11}')
-  print(header)
-  mems, results = {}, []
-  compact = args.compact_rows or None
-  for m in ms:
-    loop = loops.LoopConfig(checkpoints=args.checkpoints,
-                            save_residuals=args.save_residuals,
-                            compact_rows=compact)
-    t_a, mem_a, n_a = measure(*act_step(m, loop, args.ponder), x, y,
-                              args.repeats)
-    t_b, mem_b, _ = measure(*act_step(m, 'scan', args.ponder), x, y,
-                            max(3, args.repeats // 5))
-    t_d, _, _ = measure(*act_step(m, loops.LoopConfig(), args.ponder), x, y,
-                        args.repeats)
-    mems[m] = mem_a
-    results.append({'M': m, 'N': n_a, 'case': 'uniform', 'ms_while': t_a * 1e3,
-                    'ms_scan': t_b * 1e3, 'ms_oracle': t_c * 1e3,
-                    'while/oracle': t_a / t_c,
-                    'default/oracle': t_d / t_c, 'scan/while': t_b / t_a,
-                    'temp_kib_while': _kib(mem_a),
-                    'temp_kib_scan': _kib(mem_b)})
-    kib = lambda v: f'{v / 1024:.0f}' if v is not None else 'n/a'
-    print(f'{m:>5} {n_a:>5.1f} {t_a * 1e3:>13.3f} {t_b * 1e3:>12.3f} '
-          f'{t_c * 1e3:>14.3f} {t_a / t_c:>6.2f} {t_d / t_c:>6.2f} '
-          f'{t_b / t_a:>7.1f} '
-          f'{kib(mem_a):>11} {kib(mem_b):>11}')
-  print('oracle temp memory: '
-        f'{mem_c / 1024 if mem_c else float("nan"):.0f} KiB')
-  if len(ms) > 1 and all(mems[m] for m in ms):
-    print(f'while-loop temp memory M={ms[-1]} / M={ms[0]}: '
-          f'{mems[ms[-1]] / mems[ms[0]]:.3f}x')
+  results = uniform_case(x, y, ms, args)
   if tails:
     results += tail_case(x, y, tails, args)
+  return results
+
+
+def uniform_case(x, y, ms, args) -> list[dict]:
+  """(a), (c), (d) and (e) timed interleaved, then (b), for each M."""
+  loop = loops.LoopConfig(checkpoints=args.checkpoints,
+                          save_residuals=args.save_residuals,
+                          compact_rows=args.compact_rows or None)
+  n = args.ponder
+  compiled = {'oracle': _train_step.compile_measured(
+      *oracle_step(n), (x, y), 'ponder_steps'),
+              'floor': _train_step.compile_measured(
+                  *act_step(n, 'scan', n), (x, y), 'ponder_steps')}
+  for m in ms:
+    compiled['while', m] = _train_step.compile_measured(
+        *act_step(m, loop, n), (x, y), 'ponder_steps')
+    compiled['default', m] = _train_step.compile_measured(
+        *act_step(m, loops.LoopConfig(), n), (x, y), 'ponder_steps')
+  med = _train_step.interleaved({k: v[0] for k, v in compiled.items()},
+                                args.repeats)
+  t_c, t_e = med['oracle'], med['floor']
+  print(f'{"M":>5} {"N":>5} {"(a) while ms":>13} {"(b) scan ms":>12} '
+        f'{"(c) oracle ms":>14} {"a/c":>6} {"d/c":>6} {"e/c":>6} {"b/a":>7} '
+        f'{"mem(a) KiB":>11} {"mem(b) KiB":>11}')
+  results = []
+  for m in ms:
+    t_a, t_d = med['while', m], med['default', m]
+    _, mem_a, n_a = compiled['while', m]
+    t_b, mem_b, _ = measure(*act_step(m, 'scan', n), x, y,
+                            max(3, args.repeats // 5))
+    results.append({'M': m, 'N': n_a, 'case': 'uniform', 'ms_while': t_a * 1e3,
+                    'ms_scan': t_b * 1e3, 'ms_oracle': t_c * 1e3,
+                    'while/oracle': t_a / t_c, 'default/oracle': t_d / t_c,
+                    'floor/oracle': t_e / t_c, 'scan/while': t_b / t_a,
+                    'temp_kib_while': _kib(mem_a),
+                    'temp_kib_scan': _kib(mem_b)})
+    print(f'{m:>5} {n_a:>5.1f} {t_a * 1e3:>13.3f} {t_b * 1e3:>12.3f} '
+          f'{t_c * 1e3:>14.3f} {t_a / t_c:>6.2f} {t_d / t_c:>6.2f} '
+          f'{t_e / t_c:>6.2f} {t_b / t_a:>7.1f} {_kib_text(mem_a):>11} '
+          f'{_kib_text(mem_b):>11}')
+  mems = [compiled['while', m][1] for m in ms]
+  print(f'oracle temp memory: {_kib_text(compiled["oracle"][1])} KiB')
+  if len(ms) > 1 and all(mems):
+    print(f'while-loop temp memory M={ms[-1]} / M={ms[0]}: '
+          f'{mems[-1] / mems[0]:.3f}x')
   return results
 
 
@@ -305,6 +322,10 @@ def tail_case(x, y, tails, args) -> list[dict]:
 
 def _kib(v):
   return None if v is None else v / 1024
+
+
+def _kib_text(v):
+  return 'n/a' if v is None else f'{v / 1024:.0f}'
 
 
 if __name__ == '__main__':

@@ -44,7 +44,8 @@ def _check_act_loop(rows):
   assert [(r['M'], r['case'], round(r['N'], 2)) for r in rows] == [
       (10, 'uniform', 3.0), (100, 'tail', 3.55)]
   assert rows[1]['compact_rows'] is None
-  assert _positive(rows[0], ('while/oracle', 'default/oracle', 'scan/while'))
+  assert _positive(rows[0], ('while/oracle', 'default/oracle', 'floor/oracle',
+                            'scan/while'))
   assert _positive(rows[1], ('while/oracle', 'default/oracle'))
 
 
