@@ -30,8 +30,8 @@ column the halting unit reads), against an oracle of ceil(mean N) = 4 steps
 for every row, for each ``compact_rows`` given, with (a)'s slots and with (d)'s
 (``default/oracle``), timed interleaved.
 On CPU-2, unpinned (the suite's record, docs/performance.md): (a) 9.8x
-without compaction, 2.4x with ``compact_rows`` 8 or 1; (d) 7.6x, 2.3x,
-2.4x.
+without compaction, 2.4x with ``compact_rows`` 8 or 1; (d) 7.6x, 2.2x,
+2.4x. The uniform case there: (a) 1.18x the oracle, (d) 1.28x, (e) 1.08x.
 ``--profile=DIR`` also writes a ``jax.profiler`` trace of the tail case.
 
 Usage::
