@@ -290,7 +290,8 @@ def _ragged_matmul(shells, inputs, counts, sizes, row_sizes):
   Shell ``j`` (:func:`_shells`) is multiplied for the first
   ``row_sizes[counts[j] - 1]`` rows only (the smallest bucket of
   :func:`vcrnn_jax.compaction.bucket_sizes` that holds every row with
-  ``s_r >= sizes[j]``; none when ``counts[j]`` is 0), one ``lax.switch``
+  ``s_r > sizes[j - 1]``, that reaches into the shell; none when
+  ``counts[j]`` is 0), one ``lax.switch``
   per shell over the static row counts. The work is then about ``sum_r
   s_r**2`` rather than the batch times the largest ``s_r**2``. A row's
   inputs beyond its ``s_r`` must be zero and its outputs there are not
