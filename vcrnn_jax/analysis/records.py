@@ -212,11 +212,9 @@ def tree_commit(tree, exclude=()) -> tuple[str, bool]:
                           capture_output=True, text=True).stdout.strip()
   root = pathlib.Path(tree).resolve()
   skip = []
-  for path in exclude:
-    path = pathlib.Path(path)
-    path = (path if path.is_absolute() else pathlib.Path.cwd() / path)
-    if path.resolve().is_relative_to(root):
-      skip.append(f':(exclude){path.resolve().relative_to(root)}')
+  for path in (pathlib.Path(p).resolve() for p in exclude):
+    if path.is_relative_to(root):
+      skip.append(f':(exclude){path.relative_to(root)}')
   try:
     commit = git('rev-parse', 'HEAD')
     dirty = bool(git('status', '--porcelain', '--untracked-files=no',
