@@ -30,7 +30,7 @@ from absl import app, flags
 import jax
 import numpy as np
 
-from vcrnn_jax.analysis import sweep
+from vcrnn_jax.analysis import manifest, sweep
 from vcrnn_jax.data.download import DownloadError
 from vcrnn_jax.files import atomic_write
 from vcrnn_jax.training import distributed
@@ -103,7 +103,13 @@ def plain_text(doc: str) -> str:
   return re.sub(r'\s*::$', '', doc, flags=re.M)
 
 
+# The command line as given, for the run manifest (absl keeps only what it
+# did not parse).
+_invocation: list[str] = []
+
+
 def _parse(argv):
+  _invocation[:] = list(argv)
   # --help prints the main module's docstring: plain text on a terminal.
   main = sys.modules.get('__main__')
   if getattr(main, '__doc__', None):
@@ -599,16 +605,48 @@ def record_run_flags(workdir, *, processes: distributed.Processes) -> None:
         'a filesystem they all share.')
 
 
+def binary_module() -> str:
+  """The running binary's module, ``experiments.act_parity``."""
+  main = sys.modules.get('__main__')
+  spec = getattr(main, '__spec__', None)
+  if spec is not None and spec.name.startswith('experiments.'):
+    return spec.name
+  # Run in this process by a test (argv[0] is the module's name), or as a
+  # file path.
+  name = (_invocation or sys.argv)[0]
+  stem = pathlib.Path(name).name.removesuffix('.py')
+  return name if name.startswith('experiments.') else f'experiments.{stem}'
+
+
+def write_manifest(workdir, *, data_files: Iterable[str] = (),
+                   processes: distributed.Processes) -> None:
+  """Appends this start to ``<workdir>/manifest.jsonl``
+  (:mod:`vcrnn_jax.analysis.manifest`): the command as given, the source
+  tree's commit and dirty state, versions, device, CPU and its instruction
+  sets, and a digest of each of ``data_files``. Process 0 writes."""
+  if not processes.is_chief():
+    return
+  line = manifest.capture(
+      (_invocation or sys.argv)[1:], module=binary_module(),
+      tree=pathlib.Path(__file__).parent, data_paths=data_files)
+  manifest.append(workdir, line)
+
+
 def train(experiment: Experiment, config: TrainConfig, workdir, *,
-          processes: distributed.Processes) -> TrainResult:
+          processes: distributed.Processes,
+          data_files: Iterable[str] = ()) -> TrainResult:
   """:func:`train_and_evaluate` with the workdir guard of this binary's flags.
 
-  With several processes, every process calls it (with the same flags, its
-  handle and a shared workdir); process 0 writes the files.
+  Before training, appends the run's manifest (:func:`write_manifest`;
+  ``data_files``: the files the run's data came from, a dataset's
+  ``meta['files']``). With several processes, every process calls it (with
+  the same flags, its handle and a shared workdir); process 0 writes the
+  files.
   """
   workdir = prepare_workdir(workdir)
   processes.check_shared_folder(workdir)
   check_run_flags(workdir, processes=processes)
+  write_manifest(workdir, data_files=data_files, processes=processes)
   recorded = []
 
   def on_checkpoint(step):

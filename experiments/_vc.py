@@ -194,6 +194,7 @@ def train_and_analyse(
     metric: str = 'bpc',
     bits: Mapping[str, Any] | None = None,
     leading: Sequence[str] = ('cell', 'seed'),
+    data_files: Sequence[str] = (),
     processes: distributed.Processes,
 ) -> dict:
   """Trains the flags' model, evaluates the test split, analyses m_t.
@@ -211,6 +212,8 @@ def train_and_analyse(
     bits: bit-level analysis: ``{'positions': valid bit positions,
       'period': bits per character, 'chars': valid char symbols}``.
     leading: flags named first in the default workdir.
+    data_files: the files the streams came from (the dataset's
+      ``meta['files']``), digested in the run's manifest.
     processes: the run's processes (what :func:`_common.run` passes to
       ``main``).
 
@@ -244,7 +247,7 @@ def train_and_analyse(
                   spec.has_scheduler else ()))
   workdir = _common.default_workdir(name, leading=leading)
   result = _common.train(task.experiment, config, workdir,
-                         processes=processes)
+                         processes=processes, data_files=data_files)
   test = task.evaluate_stream(result.params, test_stream, result.step)
   valid = dict(result.metrics)
   out = {'model': spec.name, 'step': result.step,

@@ -96,7 +96,8 @@ def main(processes):
       eval_windows=FLAGS.eval_windows)
   workdir = _act.workdir('act_wikipedia')
   result = _common.train(task.experiment, _act.train_config('act_wikipedia'),
-                         workdir, processes=processes)
+                         workdir, processes=processes,
+                         data_files=ds.meta['files'])
   if FLAGS.plot_ponder_bytes and processes.is_chief():
     from vcrnn_jax.papers.act import plots  # pylint: disable=g-import-not-at-top
     text = ds.valid[:FLAGS.plot_ponder_bytes + 1]

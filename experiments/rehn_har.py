@@ -163,7 +163,8 @@ def main(processes):
       make_experiment=lambda: make().experiment, train_config=config,
       final_metrics=final, table_csv=table if chief else None,
       table_fields=FIELDS,
-      train=functools.partial(_common.train, processes=processes),
+      train=functools.partial(_common.train, processes=processes,
+                              data_files=ds.meta['files']),
       settings=_common.settings_text(exclude=MODEL_FLAGS))
   if not chief:
     return

@@ -139,7 +139,7 @@ def main(processes):
                       else 20 * per_epoch))
   workdir = _common.default_workdir('rehn_ptb', leading=('cell', 'seed'))
   result = _common.train(task.experiment, config, workdir,
-                         processes=processes)
+                         processes=processes, data_files=ds.meta['files'])
   if not processes.is_chief():
     return    # Process 0 reports (the others wait for it to finish).
   test = task.evaluate_stream(result.params, ds.test, result.step)

@@ -102,7 +102,8 @@ def main(processes):
       _vc.truncate(ds.test), ds.vocab.size, decode=ds.vocab.decode,
       classes=classes, boundary_ids=bounds,
       boundary_target=FLAGS.boundary_target if guide else None,
-      leading=('setting', 'cell', 'seed'), processes=processes)
+      leading=('setting', 'cell', 'seed'),
+      data_files=ds.meta['files'], processes=processes)
 
 
 if __name__ == '__main__':

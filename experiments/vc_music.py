@@ -86,7 +86,8 @@ def main(processes):
   _vc.train_and_analyse(
       'vc_music', _vc.truncate(ds.train), _vc.truncate(ds.valid),
       _vc.truncate(ds.test), ds.vocab.size, decode=ds.vocab.decode,
-      classes=classes, metric='perplexity', processes=processes)
+      classes=classes, metric='perplexity',
+      data_files=ds.meta['files'], processes=processes)
 
 
 if __name__ == '__main__':

@@ -130,7 +130,8 @@ def main(processes):
       _vc.truncate(ds.test), ds.vocab.size, decode=ds.vocab.decode,
       classes=classes, boundary_ids=bounds, bits=bits,
       boundary_target=FLAGS.boundary_target,
-      leading=('level', 'cell', 'seed'), processes=processes)
+      leading=('level', 'cell', 'seed'),
+      data_files=ds.meta['files'], processes=processes)
 
 
 if __name__ == '__main__':

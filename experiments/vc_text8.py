@@ -56,7 +56,8 @@ def main(processes):
   _vc.train_and_analyse(
       'vc_text8', _vc.truncate(ds.train), _vc.truncate(ds.valid),
       _vc.truncate(ds.test), ds.vocab.size, decode=ds.vocab.decode,
-      classes=classes, boundary_ids=bounds, processes=processes)
+      classes=classes, boundary_ids=bounds,
+      data_files=ds.meta['files'], processes=processes)
 
 
 if __name__ == '__main__':

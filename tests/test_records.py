@@ -226,12 +226,21 @@ def test_record_binary(tmp_path):
       f'--workdir={tmp_path / "runs"}', f'--out={out}', '--machine=M',
       '--commit=' + 'c' * 40,
       '--command=python -m experiments.act_parity --tau=0.01 --seed={seed}'])
+  # Runs without a manifest are refused, with the reason, unless forced.
+  assert proc.returncode == 2 and 'no manifest.jsonl' in proc.stderr
+  assert not out.exists()
+  proc = _binaries.run('record', [
+      f'--workdir={tmp_path / "runs"}', f'--out={out}', '--machine=M',
+      '--commit=' + 'c' * 40, '--force',
+      '--command=python -m experiments.act_parity --tau=0.01 --seed={seed}'])
   assert proc.returncode == 0, proc.stderr
   assert sorted(p.name for p in out.iterdir()) == ['seed=0.json',
                                                    'seed=1.json']
   record = json.loads((out / 'seed=1.json').read_text())
   assert record['command'].endswith('--seed=1')
   assert record['machine']['name'] == 'M' and record['dirty'] is False
+  assert record['starts'] == [] and 'no manifest.jsonl' in record[
+      'problems'][0]
   assert records.read_records(tmp_path / 'records')['act/parity'][1][
       'path'] == 'act/parity/seed=1.json'
 

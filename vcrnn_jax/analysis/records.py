@@ -8,7 +8,7 @@ checkpoint). It holds what a reader needs to trust and redo the number:
 key           what
 ============  ================================================================
 ``format``    :data:`FORMAT`, the version of this layout
-``command``   the command line that trained the run
+``command``   the command line that trained the run (from its manifest)
 ``binary``    the experiment binary (``act_parity``)
 ``flags``     the run-defining flags (the workdir's ``flags.json``)
 ``seed``      the training seed
@@ -31,7 +31,22 @@ key           what
 ``tables``    each small CSV the run wrote (``difficulty.csv``, ...), as rows,
               unless ``results`` holds it under the same name
 ``note``      free text: what the numbers do not say (a shared machine)
+``starts``    the run's manifest, one entry per start
+              (:mod:`vcrnn_jax.analysis.manifest`): command, commit, dirty
+              state, versions, device, CPU and instruction sets, data
+              digests, as read when each segment started; ``[]`` for a run
+              that wrote none
+``problems``  why the record is not clean (no manifest, a dirty tree,
+              segments on other code); ``[]`` when it is
+``fingerprint``  the first evaluation at full precision (``step`` and the
+              held-out metrics): what ``experiments.verify`` re-runs to
+              check that today's code still computes this run
 ============  ================================================================
+
+Every key but ``commit``, ``dirty``, ``versions`` and ``machine`` comes from
+the run's own files; those four come from its manifest when it has one, and
+from the recorder's environment only for a run without (``problems`` then
+says so, and ``experiments.record`` refuses it unless forced).
 
 :func:`make_record` builds one from a finished workdir, :func:`find_runs`
 finds the workdirs under a folder, :func:`read_records` loads a folder of
@@ -284,26 +299,52 @@ def binary_of(command: str) -> str | None:
   return None
 
 
-def make_record(workdir, *, command: str, commit: str,
-                dirty: bool = False, machine_info: Mapping[str, Any],
+def fingerprint(rows: Sequence[Mapping[str, Any]]) -> dict:
+  """The first evaluation of a run, its held-out metrics unrounded."""
+  first = rows[0]
+  return {'step': first['step'],
+          'metrics': {k: first[k] for k in held_out_keys(first)}}
+
+
+def make_record(workdir, *, command: str | None = None,
+                commit: str | None = None, dirty: bool = False,
+                machine_info: Mapping[str, Any],
                 versions_info: Mapping[str, Any] | None = None,
                 note: str | None = None, max_points: int = MAX_POINTS
                 ) -> dict:
   """The record of the finished run in ``workdir`` (see the module doc).
 
-  ``command`` may hold ``{seed}``, replaced by the run's seed. The versions
-  default to this interpreter's (:func:`versions`): make records with the
-  environment and on the machine the runs used.
+  The command, commit, dirty state, versions and CPU come from the run's
+  manifest (``manifest.jsonl``, written when it started) when it has one;
+  ``command``, ``commit``, ``dirty`` and ``versions_info`` are used only for
+  a run without (``command`` may hold ``{seed}``, replaced by the run's
+  seed; the versions default to this interpreter's). ``machine_info``
+  names the machine; its CPU is the manifest's where there is one.
 
   Raises:
-    ValueError: ``workdir`` holds no ``metrics.jsonl``.
+    ValueError: ``workdir`` holds no ``metrics.jsonl``, or has no manifest
+      and no ``command`` or ``commit`` was given.
   """
+  from vcrnn_jax.analysis import manifest  # pylint: disable=g-import-not-at-top
   workdir = pathlib.Path(workdir)
   rows = read_metrics(workdir)
   flags_path = workdir / FLAGS_FILE
   flags = (json.loads(flags_path.read_text()) if flags_path.is_file()
            else {})
   seed = _seed(workdir, flags)
+  starts = manifest.read(workdir)
+  machine_info = dict(machine_info)
+  if starts:
+    first = starts[0]
+    command, commit = first['command'], first['commit'] or 'unknown'
+    dirty = any(bool(s.get('dirty')) for s in starts)
+    versions_info = first['versions']
+    cpu = first['cpu']
+    machine_info.update(cpu=cpu['model'], cores=cpu['cores'],
+                        memory_gib=cpu['memory_gib'], isa=cpu['isa'])
+  elif command is None or commit is None:
+    raise ValueError(f'{workdir} has no {manifest.FILE}: give the command '
+                     'and the commit that trained it.')
   command = command.replace('{seed}', str(seed))
   final = {k: v for k, v in rows[-1].items() if k != 'time'}
   results = _results(workdir, seed)
@@ -324,7 +365,9 @@ def make_record(workdir, *, command: str, commit: str,
       'wall_s': wall_seconds(workdir, rows),
       'final': final, 'curve': curve(rows, max_points),
       'results': results, 'tables': tables,
-      'note': note}
+      'note': note, 'starts': starts,
+      'problems': manifest.problems(starts),
+      'fingerprint': fingerprint(rows)}
   return record
 
 

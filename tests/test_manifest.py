@@ -1,0 +1,86 @@
+"""Run manifests (vcrnn_jax.analysis.manifest): written by every binary when
+it starts, read by the recorder instead of its own environment."""
+
+import json
+
+import pytest
+
+from tests import _binaries
+from vcrnn_jax.analysis import manifest, records
+
+
+def test_capture_reads_the_run_not_the_recorder(tmp_path):
+  data = tmp_path / 'corpus'
+  data.mkdir()
+  (data / 'b.txt').write_text('bb')
+  (data / 'a.txt').write_text('a')
+  line = manifest.capture(['--tau=0.01', '--seed=3'],
+                          module='experiments.act_parity', tree=tmp_path,
+                          data_paths=[data, tmp_path / 'missing'],
+                          versions={'python': '3.11'})
+  assert line['command'] == ('python -m experiments.act_parity --tau=0.01 '
+                             '--seed=3')
+  # Outside git: no commit, said so.
+  assert line['commit'] is None and line['dirty'] is None
+  assert [d['path'].rsplit('/', 1)[1] for d in line['data']] == ['a.txt',
+                                                                  'b.txt']
+  assert line['data'][0]['sha256'] == (
+      'ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb')
+  assert line['device']['platform'] == 'cpu'
+  assert set(line['cpu']['isa']) <= set(manifest.ISA_FLAGS)
+  json.dumps(line, allow_nan=False)
+  assert manifest.problems([line]) == [
+      'start 1 of 1 ran outside a git tree (no commit)']
+
+
+def test_command_line_quotes_as_a_shell_reads_it():
+  assert manifest.command_line('experiments.x', ['--note=a b']) == (
+      "python -m experiments.x '--note=a b'")
+
+
+def test_problems_of_resumed_and_dirty_runs():
+  clean = {'commit': 'a' * 40, 'dirty': False, 'versions': {'jax': '1'},
+           'cpu': {'isa': ['avx2']}, 'device': {}, 'env': {}}
+  assert manifest.problems([clean, dict(clean)]) == []
+  assert 'no manifest.jsonl' in manifest.problems([])[0]
+  moved = dict(clean, commit='b' * 40)
+  assert manifest.problems([clean, moved]) == [
+      'start 2 of 2 differs from the first in its commit']
+  other_cpu = dict(clean, cpu={'isa': ['avx2', 'avx512f']})
+  assert manifest.problems([clean, other_cpu]) == [
+      'start 2 of 2 differs from the first in its cpu']
+  assert manifest.problems([dict(clean, dirty=True)]) == [
+      'start 1 of 1 ran from a tree with uncommitted changes (commit '
+      'aaaaaaa)']
+
+
+def test_a_binary_writes_its_manifest_at_start_and_the_record_uses_it(
+    tmp_path):
+  wd = tmp_path / 'run'
+  args = ['--bits=4', '--steps=20', '--eval_every=10', '--batch_size=8',
+          '--eval_batch_size=16', '--max_steps=4', f'--workdir={wd}']
+  proc = _binaries.run('act_parity', args)
+  assert proc.returncode == 0, proc.stderr
+  # Resumed with more steps: a second start.
+  proc = _binaries.run('act_parity', [*args[:1], '--steps=30', *args[2:]])
+  assert proc.returncode == 0, proc.stderr
+  starts = manifest.read(wd)
+  assert len(starts) == 2
+  assert starts[0]['command'] == ('python -m experiments.act_parity '
+                                  + ' '.join(args))
+  assert starts[0]['commit'] and len(starts[0]['commit']) == 40
+  record = records.make_record(wd, machine_info={'name': 'M'})
+  assert record['command'] == starts[0]['command']
+  assert record['commit'] == starts[0]['commit']
+  assert record['versions'] == starts[0]['versions']
+  assert record['machine']['isa'] == starts[0]['cpu']['isa']
+  assert record['fingerprint']['step'] == 10
+  assert set(record['fingerprint']['metrics']) == {'sequence_error', 'loss',
+                                                   'ponder'}
+  assert record['starts'] == starts
+
+
+def test_a_run_without_manifest_needs_its_command(tmp_path):
+  (tmp_path / 'metrics.jsonl').write_text('{"step": 1, "loss": 1.0}\n')
+  with pytest.raises(ValueError, match='no manifest.jsonl'):
+    records.make_record(tmp_path, machine_info={})
