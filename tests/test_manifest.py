@@ -84,3 +84,46 @@ def test_a_run_without_manifest_needs_its_command(tmp_path):
   (tmp_path / 'metrics.jsonl').write_text('{"step": 1, "loss": 1.0}\n')
   with pytest.raises(ValueError, match='no manifest.jsonl'):
     records.make_record(tmp_path, machine_info={})
+
+
+def _record(**kw):
+  base = {'path': 'act/parity/seed=3.json', 'seed': 3, 'commit': 'c' * 40,
+          'command': 'python -m experiments.act_parity --tau=0.01 --seed=3 '
+                     '--workdir=/x --difficulty_report',
+          'fingerprint': {'step': 100, 'metrics': {'loss': 0.5,
+                                                   'sequence_error': 0.25}}}
+  return {**base, **kw}
+
+
+def test_prefix_command_stops_at_the_first_evaluation():
+  from vcrnn_jax.analysis import verify
+  assert verify.prefix_command(_record(), '/w') == [
+      'python', '-m', 'experiments.act_parity', '--tau=0.01', '--seed=3',
+      '--steps=100', '--workdir=/w']
+  multi = _record(command='python -m experiments.rehn_har --data_dir=DIR '
+                  '--seeds=0-2 --epochs=2', fingerprint=None,
+                  curve=[{'step': 37, 'accuracy': 0.5}])
+  assert verify.prefix_command(multi, '/w', data_dir='/d')[3:] == [
+      '--data_dir=/d', '--epochs=2', '--seeds=3', '--steps=37',
+      '--workdir=/w']
+  with pytest.raises(ValueError, match='not a binary'):
+    verify.prefix_command(_record(command='python train.py'), '/w')
+
+
+def test_status_current_stale_unverifiable():
+  from vcrnn_jax.analysis import verify
+  rec = _record()
+  same = [{'step': 100, 'loss': 0.5 * (1 + 5e-5), 'sequence_error': 0.25}]
+  assert verify.status(rec, same)['status'] == 'current'
+  moved = [{'step': 100, 'loss': 0.5, 'sequence_error': 0.251}]
+  got = verify.status(rec, moved)
+  assert got['status'] == 'stale' and got['differ'] == ['sequence_error']
+  assert verify.status(rec, None)['status'] == 'unverifiable'
+  assert verify.status(rec, [{'step': 50, 'loss': 0.5}])['status'] == (
+      'unverifiable')
+  statuses = {'act/parity': {**got, 'record_commit': 'ccccccc',
+                             'verified_at': 'd' * 40, 'seed': 3}}
+  line = verify.status_line('act/parity', [rec], statuses)
+  assert line.startswith('**Stale**') and '0.25 recorded, 0.251 now' in line
+  assert verify.status_line('act/parity', [_record(commit='e' * 40)],
+                            statuses).startswith('Not verified')
