@@ -11,9 +11,10 @@ generated file or a marked block differs from what the records give.
 
 from collections.abc import Mapping, Sequence
 import pathlib
+import re
 from typing import Any
 
-from vcrnn_jax.analysis import bench_records, records
+from vcrnn_jax.analysis import bench_records, records, verify
 from vcrnn_jax.papers.act import results as act_results
 from vcrnn_jax.papers.family import summary as family_summary
 from vcrnn_jax.papers.rehn import results as rehn_results
@@ -28,6 +29,14 @@ GENERATED = pathlib.Path('docs', 'results', 'generated')
 QUOTING = (pathlib.Path('README.md'),
            pathlib.Path('docs', 'getting_started.md'),
            pathlib.Path('BUILD_NOTES.md'))
+# Pages whose results must all be generated (:func:`typed_results`).
+RESULT_PAGES = (pathlib.Path('README.md'),
+                pathlib.Path('docs', 'getting_started.md'),
+                *(pathlib.Path('docs', 'results', f'{name}.md') for name in
+                  ('act', 'vc', 'rehn', 'family', 'reproducing')))
+# The one marked appendix of a page that may keep typed history: from this
+# heading to the end of the page, with no verdict.
+HISTORY = '## History: typed runs, no verdicts'
 BENCHMARK_RECORDS = pathlib.Path('docs', 'performance', 'records')
 # Hand-written files with blocks copied from the benchmark tables (checked
 # by tests/test_bench_records.py: the page's own figures are typed history).
@@ -37,14 +46,21 @@ _TREE = pathlib.Path(__file__).resolve().parents[2]
 
 
 def outputs(groups: Mapping[str, Sequence[Mapping[str, Any]]],
-            benchmarks: Sequence[Mapping[str, Any]] | None = None
+            benchmarks: Sequence[Mapping[str, Any]] | None = None,
+            statuses: Mapping[str, Mapping[str, Any]] | None = None
             ) -> list[records.Output]:
   """Every paper's outputs from the records grouped by experiment, and a
   table per benchmark record of ``benchmarks`` (None: those of this source
-  tree's :data:`BENCHMARK_RECORDS`, none in an installed package)."""
+  tree's :data:`BENCHMARK_RECORDS`, none in an installed package).
+
+  ``statuses``: experiment folder -> its verification against today's code
+  (:func:`vcrnn_jax.analysis.verify.read_statuses`; None: this source
+  tree's ``docs/results/verification.json``), which the pages show."""
+  if statuses is None:
+    statuses = verify.read_statuses(_TREE / verify.FILE)
   out = []
   for module in PAPERS.values():
-    out += module.outputs(groups)
+    out += module.outputs(groups, statuses)
   if benchmarks is None:
     benchmarks = bench_records.read_records(_TREE / BENCHMARK_RECORDS)
   return out + benchmark_outputs(benchmarks)
@@ -85,3 +101,55 @@ def old_records(groups: Mapping[str, Sequence[Mapping[str, Any]]],
       if not head.startswith(r['commit'][:7]):
         out.setdefault(r['commit'], []).append(r['path'])
   return out
+
+
+_GENERATED_BLOCK = re.compile(r'<!-- generated: (\S+) begin -->.*?'
+                              r'<!-- generated: \1 end -->', re.S)
+_INCLUDE = re.compile(r'```\{include\} generated/\S+\n```')
+_FENCE = re.compile(r'```.*?```', re.S)
+_CODE = re.compile(r'`[^`\n]+`')
+_MATH = re.compile(r'\$[^$\n]+\$')
+_FIGURE = re.compile(r'!\[[^\]]*\]\(generated/[^)]+\)', re.S)
+_LINK = re.compile(r'\]\([^)]*\)')
+# A reference to the paper's text, not a result: Sec. 3.1, Eqs. 9-11,
+# Table 2, Fig. 4, Algorithm 2, Graves 2016.
+_REFERENCE = re.compile(
+    r'\b(?:Secs?\.|Sections?|Eqs?\.|Equations?|Figs?\.|Figures?|Tables?|'
+    r'Algorithms?|Appendix|Graves|Jernite et al\.|Park & Yoo|Banino et al\.|'
+    r'Fojo et al\.|Campos et al\.|Dehghani et al\.|Python|jax|jaxlib|flax|'
+    r'optax)\s*\(?[\d.,\- –and]*\d')
+# A measured-looking number: a decimal, a percentage or a ratio (1.2×).
+# Whole counts are settings (300k steps, 1,000 vectors, 3 seeds); "the 5%
+# largest m_t" names a measure.
+_NUMBER = re.compile(r'\d+\.\d+|\d\s?%(?! largest)|\d\s?×')
+# "holds" is a verb as often as a verdict: as a verdict it stands alone in
+# a table cell or in bold.
+_VERDICT = re.compile(r'\b(?:reproduced|does not hold)\b|\*\*holds\*\*|'
+                      r'\|\s*holds\s*\|', re.I)
+
+
+def _prose(text: str) -> str:
+  """``text`` less what is generated or is not a claim: generated blocks
+  and includes, figures drawn from records, code, maths, links' targets
+  and references to the papers' sections."""
+  for pattern in (_GENERATED_BLOCK, _INCLUDE, _FIGURE, _FENCE, _CODE, _MATH,
+                  _LINK, _REFERENCE):
+    text = pattern.sub(' ', text)
+  return text
+
+
+def typed_results(text: str) -> list[str]:
+  """The lines of a page that type a number or a verdict outside what the
+  generator wrote (:data:`HISTORY` holds typed numbers, but no verdict).
+
+  A number counts when it looks measured (a decimal, a percentage, a
+  ratio); settings belong in code (``--tau=0.01``) or maths, whole counts
+  (300k steps) are settings, references to the papers are skipped. Empty
+  when the page is clean.
+  """
+  body, _, history = text.partition(HISTORY)
+  bad = [line.strip() for line in _prose(body).splitlines()
+         if _NUMBER.search(line) or _VERDICT.search(line)]
+  bad += [f'(history) {line.strip()}'
+          for line in _prose(history).splitlines() if _VERDICT.search(line)]
+  return bad

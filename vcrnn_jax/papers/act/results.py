@@ -232,7 +232,8 @@ def draw_difficulty(data: Mapping[str, Any], path):
   return records.save_svg(fig, path)
 
 
-def outputs(groups: Mapping[str, Sequence[Mapping[str, Any]]]
+def outputs(groups: Mapping[str, Sequence[Mapping[str, Any]]],
+            statuses: Mapping[str, Mapping[str, Any]] | None = None
             ) -> list[records.Output]:
   """Every generated ACT file, from the records grouped by experiment
   (:func:`vcrnn_jax.analysis.records.read_records`)."""

@@ -333,7 +333,8 @@ def _parity_outputs(groups, runs) -> list[records.Output]:
   return out
 
 
-def outputs(groups: Mapping[str, Sequence[Mapping[str, Any]]]
+def outputs(groups: Mapping[str, Sequence[Mapping[str, Any]]],
+            statuses: Mapping[str, Mapping[str, Any]] | None = None
             ) -> list[records.Output]:
   """The family page's generated files: per parity setup (:func:`setup_slug`)
   the two-stage table (``family/parity_<slug>.md``), the per-count figure

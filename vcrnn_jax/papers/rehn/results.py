@@ -136,7 +136,8 @@ def _curves(models: Mapping[str, list], key: str) -> dict:
           for name, runs in models.items()}
 
 
-def outputs(groups: Mapping[str, Sequence[Mapping[str, Any]]]
+def outputs(groups: Mapping[str, Sequence[Mapping[str, Any]]],
+            statuses: Mapping[str, Mapping[str, Any]] | None = None
             ) -> list[records.Output]:
   """Every generated EI-REHN file, from the records grouped by experiment."""
   out = []

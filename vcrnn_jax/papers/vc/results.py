@@ -134,7 +134,8 @@ def draw_where(data: Mapping[str, Any], path):
   return records.save_svg(fig, path)
 
 
-def outputs(groups: Mapping[str, Sequence[Mapping[str, Any]]]
+def outputs(groups: Mapping[str, Sequence[Mapping[str, Any]]],
+            statuses: Mapping[str, Mapping[str, Any]] | None = None
             ) -> list[records.Output]:
   """Every generated VC file, from the records grouped by experiment."""
   out = []
