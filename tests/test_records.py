@@ -58,6 +58,27 @@ def test_quoted_results_are_the_generated_ones(repo_outputs, path):
   assert not typed, f'{path} quotes numbers no record holds: {typed}'
 
 
+@pytest.mark.parametrize('path', results.RESULT_PAGES, ids=str)
+def test_results_pages_type_no_number_or_verdict(path):
+  typed = results.typed_results((REPO / path).read_text())
+  assert not typed, (f'{path} types results outside generated blocks (move '
+                     f'them to a generated fragment, or to the "'
+                     f'{results.HISTORY}" appendix without verdict):\n'
+                     + '\n'.join(typed))
+
+
+def test_typed_results_finds_numbers_and_verdicts_in_prose_only():
+  page = ('# P\n\nWe reach 1.5% at `--tau=0.01`, $\\tau = 0.01$ (Sec. 3.1).\n'
+          '<!-- generated: a/b begin -->\n3.2% **reproduced**\n'
+          '<!-- generated: a/b end -->\n| x | reproduced |\n'
+          f'{results.HISTORY}\n\nseed 0 ended at 0.2%.\n')
+  assert results.typed_results(page) == [
+      'We reach 1.5% at  ,   ( ).', '| x | reproduced |']
+  assert results.typed_results(page + 'then **holds**\n') == [
+      'We reach 1.5% at  ,   ( ).', '| x | reproduced |',
+      '(history) then **holds**']
+
+
 def test_every_record_is_small_and_complete():
   for path in sorted(RECORDS.glob('**/*.json')):
     assert path.stat().st_size < 30_000, path

@@ -61,9 +61,38 @@ def outputs(groups: Mapping[str, Sequence[Mapping[str, Any]]],
   out = []
   for module in PAPERS.values():
     out += module.outputs(groups, statuses)
+  if groups:
+    out.append(records.Output('verification.md',
+                              verification_table(groups, statuses)))
   if benchmarks is None:
     benchmarks = bench_records.read_records(_TREE / BENCHMARK_RECORDS)
   return out + benchmark_outputs(benchmarks)
+
+
+def verification_table(groups: Mapping[str, Sequence[Mapping[str, Any]]],
+                       statuses: Mapping[str, Mapping[str, Any]]) -> str:
+  """Per folder of records: the commit its records were made at and what
+  ``experiments.verify`` found today's code computes."""
+  rows = []
+  for group, runs in sorted(groups.items()):
+    commits = ', '.join(sorted({r['commit'][:7] for r in runs}))
+    entry = statuses.get(group)
+    if entry is None or entry.get('record_commit') not in commits:
+      rows.append([group, len(runs), commits, 'not verified', '-', '-'])
+      continue
+    differ = ', '.join(entry.get('differ') or []) or entry.get(
+        'reason', '') or '-'
+    rows.append([group, len(runs), commits, f'**{entry["status"]}**',
+                 f'{entry["verified_at"][:7]}, seed {entry["seed"]}, step '
+                 f'{entry["step"]:,}', differ])
+  counts = {s: sum(1 for r in rows if r[3] == f'**{s}**')
+            for s in verify.STATUSES}
+  return (records.table(['records', 'runs', 'made at', 'status',
+                         'verified at', 'what differs'], rows)
+          + '\n' + ', '.join(f'{n} {s}' for s, n in counts.items())
+          + f' of {len(rows)} folders; a record is current when every '
+          f'held-out metric of its first evaluation is within '
+          f'{verify.RTOL:g} relative of what today\'s code computes.\n')
 
 
 def benchmark_outputs(benchmarks: Sequence[Mapping[str, Any]]

@@ -19,12 +19,33 @@ sequence error below 5% for :math:`\tau \le 0.03` (Graves 2016, Fig. 4).
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from vcrnn_jax.analysis import plots, records
+from vcrnn_jax.analysis import plots, records, verdicts, verify
 
 MAIN = 'act/parity'
 NO_ACT = 'act/parity_noact'
+# The main command with XLA restricted to AVX2 (``XLA_FLAGS=
+# --xla_cpu_max_isa=AVX2``) on the same machine: what another CPU moves.
+AVX2 = 'act/parity_avx2'
 # Graves 2016, Fig. 4: ACT with tau <= 0.03 ends below this sequence error.
 PAPER_ERROR = 0.05
+# Graves 2016, Sec. 3.1: without ACT the error is "almost 40%".
+PAPER_NO_ACT = 0.40
+# Graves 2016, Fig. 6: ponder "appears to grow linearly with difficulty" at
+# intermediate tau. Our criterion for "grows": at least one more step from
+# 1 to 64 non-zero bits, a slope of 1/63 step per bit.
+GROWTH_SLOPE = 1 / 63
+# The paper's claims without a record here (Secs. 3.2-3.5).
+UNRECORDED = (
+    ('logic: virtually zero error for $\\tau \\le 0.01$, about 20% '
+     'without ACT', 'Sec. 3.2, Fig. 8', 'the typed single run is in the '
+     'history appendix'),
+    ('addition: ACT improves the error', 'Sec. 3.3, Fig. 12',
+     'typed single runs at a reduced size (history appendix)'),
+    ('sort: ACT improves the error', 'Sec. 3.4, Fig. 17',
+     'typed single runs at a reduced size (history appendix)'),
+    ('Wikipedia: ponder tracks the text\'s structure', 'Sec. 3.5',
+     'no enwik8 run'),
+)
 DIFFICULTY_BINS = ((1, 8), (9, 16), (17, 24), (25, 32), (33, 40), (41, 48),
                    (49, 56), (57, 64))
 
@@ -62,29 +83,30 @@ def _error_at(run: Mapping[str, Any], step: int) -> float | None:
 
 
 def main_command_text(main: Sequence[Mapping[str, Any]],
-                      no_act: Sequence[Mapping[str, Any]]) -> str:
+                      no_act: Sequence[Mapping[str, Any]],
+                      statuses: Mapping[str, Mapping[str, Any]] | None = None
+                      ) -> str:
   """The headline of README.md and getting started: the main command's
-  seeds (mean ± std, every seed listed), its wall time and the baseline."""
+  seeds (mean with its 95% interval, every seed listed), the verdict on the
+  paper's bound by its criterion, the wall time and the baseline; and, when
+  ``experiments.verify`` found the records stale, that."""
   errors = _errors(main)
   ponder = [r['final']['ponder'] for r in main]
   walls = [r['wall_s'] for r in main if r.get('wall_s') is not None]
-  above = [r for r in main if r['final']['sequence_error'] >= PAPER_ERROR]
+  below = sum(e < PAPER_ERROR for e in errors)
+  verdict = bound_verdict(main)
   text = (
       f'On {_machine(main)}, {len(main)} runs of this command '
       f'({records.seeds_text(main)}) end after {_steps_k(main)} steps at '
       f'**{_mean_std_pct(errors)}** sequence error (mean ± standard '
-      f'deviation; per seed '
+      f'deviation; 95% interval of the mean '
+      f'{_interval_pct(errors)}; per seed '
       + ' / '.join(_pct(e) for e in errors)
       + f') and ponder {records.mean_std(ponder)[0]:.2f} '
-      f'(± {records.mean_std(ponder)[1] or 0:.2f}).')
-  if above:
-    text += (' ' + ', '.join(f'Seed {r["seed"]} ends at '
-                             f'{_pct(r["final"]["sequence_error"])}'
-                             for r in above)
-             + f', at or above the paper\'s {_pct(PAPER_ERROR, 0)}.')
-  else:
-    text += (f' Every seed is below the paper\'s {_pct(PAPER_ERROR, 0)} '
-             '(Graves 2016, Fig. 4).')
+      f'(± {records.mean_std(ponder)[1] or 0:.2f}). {below} of '
+      f'{len(errors)} seeds end below the paper\'s {_pct(PAPER_ERROR, 0)} '
+      f'(Graves 2016, Fig. 4); the claim is **{verdict.label}** '
+      f'({verdict.criterion}).')
   if walls:
     text += (f' Training took {min(walls):.0f}-{max(walls):.0f} s a seed '
              '(compilation included) on a machine shared with other jobs, '
@@ -93,7 +115,107 @@ def main_command_text(main: Sequence[Mapping[str, Any]],
     text += (f' The same network without ACT (`--act=false`, '
              f'{_steps_k(no_act)} steps, {records.seeds_text(no_act)}) stays '
              f'at {_mean_std_pct(_errors(no_act))}.')
+  entry = (statuses or {}).get(MAIN)
+  if entry and entry['status'] == 'stale':
+    text += ' ' + verify.status_line(MAIN, main, statuses)
   return text + '\n'
+
+
+def _interval_pct(values: Sequence[float]) -> str:
+  _, lo, hi, _ = verdicts.t_interval(values)
+  return f'{_pct(lo, 2)} to {_pct(hi, 2)}'
+
+
+def bound_verdict(main: Sequence[Mapping[str, Any]]) -> verdicts.Verdict:
+  """Fig. 4's bound on the main command's seeds."""
+  return verdicts.below(_errors(main), PAPER_ERROR,
+                        what='sequence error', fmt=verdicts.pct)
+
+
+def difficulty_slope(run: Mapping[str, Any]) -> float | None:
+  """The least-squares slope of ponder against the number of non-zero bits
+  in the run's difficulty report (steps per bit); None without one."""
+  rows = _difficulty_rows(run)
+  if len(rows) < 2:
+    return None
+  xs = [d['difficulty'] for d in rows]
+  ys = [d['ponder'] for d in rows]
+  mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+  sxx = sum((x - mx) ** 2 for x in xs)
+  return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
+
+
+def _paired_by_seed(a, b, key):
+  by_seed = {r['seed']: r for r in b}
+  shared = [r for r in a if r['seed'] in by_seed]
+  return ([key(r) for r in shared], [key(by_seed[r['seed']])
+                                      for r in shared])
+
+
+def summary_text(main: Sequence[Mapping[str, Any]],
+                 no_act: Sequence[Mapping[str, Any]],
+                 avx2: Sequence[Mapping[str, Any]] = ()) -> str:
+  """The page's summary: each claim of Sec. 3 with the paper's number and
+  source, ours from the records, and the verdict with its criterion."""
+  fmt = verdicts.pct
+  rows = []
+  v = bound_verdict(main)
+  rows.append(['parity, 64 bits, $\\tau = 0.01$: mean sequence error below '
+               f'{_pct(PAPER_ERROR, 0)}', f'below {_pct(PAPER_ERROR, 0)} for '
+               '$\\tau \\le 0.03$ (Fig. 4)', *v.cells()])
+  if no_act:
+    a, b = _paired_by_seed(main, no_act, lambda r: r['final'][
+        'sequence_error'])
+    v = verdicts.paired(a, b, claim='ACT ends below the same network '
+                        'without ACT', fmt=fmt)
+    rows.append(['parity: ACT against no ACT (same seeds)',
+                 f'without ACT "almost {_pct(PAPER_NO_ACT, 0)}" (Sec. 3.1); '
+                 f'here {_mean_std_pct(_errors(no_act))}', *v.cells()])
+  slopes = [difficulty_slope(r) for r in main]
+  v = verdicts.sign_every_seed(
+      [s for s in slopes if s is not None],
+      claim='ponder grows with the number of non-zero bits (slope of '
+      'ponder per bit, least squares over the difficulty report, above one '
+      'step across 1-64 bits)', minimum=GROWTH_SLOPE,
+      fmt=lambda x: f'{x:.4f}')
+  rows.append(['parity: ponder grows with difficulty at $\\tau = 0.01$',
+               'grows about linearly at intermediate $\\tau$ (Fig. 6)',
+               *v.cells()])
+  if avx2:
+    rows.append(_isa_row(main, avx2))
+  for claim, source, why in UNRECORDED:
+    rows.append([claim, source, *verdicts.not_recorded(why).cells()])
+  return records.table(['claim', 'the paper', 'verdict', 'here',
+                        'criterion'], rows)
+
+
+def _isa_row(main, avx2) -> list[str]:
+  """The main command on the same machine with XLA limited to AVX2: no
+  claim of the paper, what another CPU moves."""
+  ours, base = _paired_by_seed(avx2, main, lambda r: r)
+  finals = ' / '.join(
+      f'{_pct(x["final"]["sequence_error"])} against '
+      f'{_pct(y["final"]["sequence_error"])}' for x, y in zip(ours, base))
+  first = ', '.join(_diverged_text(x, y) for x, y in zip(ours, base))
+  seeds = ', '.join(str(r['seed']) for r in ours)
+  return ['the same seed compiled for another instruction set', '-',
+          '**measured**', f'AVX2 against AVX-512, seeds {seeds}: final '
+          f'error {finals}; first evaluation that differs: {first}',
+          'no verdict: what another CPU moves']
+
+
+def _diverged_text(x, y) -> str:
+  step = _first_diverging(x, y)
+  return 'none' if step is None else f'{step // 1000}k'
+
+
+def _first_diverging(x, y) -> int | None:
+  ys = {p['step']: p for p in y['curve']}
+  for p in x['curve']:
+    q = ys.get(p['step'])
+    if q is not None and p != q:
+      return p['step']
+  return None
 
 
 def headline_text(main: Sequence[Mapping[str, Any]],
@@ -112,7 +234,7 @@ def headline_text(main: Sequence[Mapping[str, Any]],
   return text + '.\n'
 
 
-def seeds_table(main: Sequence[Mapping[str, Any]]) -> str:
+def seeds_table(main: Sequence[Mapping[str, Any]], status: str = '') -> str:
   """Per seed: the error at a third, two thirds and the end of training,
   the final ponder, the wall time and the rate; then mean ± std."""
   last = max(r['steps'] for r in main)
@@ -139,7 +261,8 @@ def seeds_table(main: Sequence[Mapping[str, Any]]) -> str:
       f'{ponder[0]:.3f} ± {ponder[1] or 0:.3f}',
       f'{records.mean_std(walls)[0]:.0f} s' if walls else '-', ''])
   return (records.table(header, rows) + '\n'
-          + records.provenance(main) + '\n')
+          + records.provenance(main) + (f' {status}' if status else '')
+          + '\n')
 
 
 def _difficulty_rows(run: Mapping[str, Any]) -> list[dict]:
@@ -240,15 +363,24 @@ def outputs(groups: Mapping[str, Sequence[Mapping[str, Any]]],
   main, no_act = groups.get(MAIN, []), groups.get(NO_ACT, [])
   if not main:
     return []
+  statuses = statuses or {}
   curves = curves_data(main, no_act)
   out = [records.Output('act/main_command.md',
-                        main_command_text(main, no_act)),
+                        main_command_text(main, no_act, statuses)),
          records.Output('act/headline.md', headline_text(main, no_act)),
-         records.Output('act/parity_seeds.md', seeds_table(main)),
+         records.Output('act/summary.md', summary_text(
+             main, no_act, groups.get(AVX2, []))),
+         records.Output('act/parity_seeds.md', seeds_table(
+             main, verify.status_line(MAIN, main, statuses))),
          records.Output('act/parity_curves.svg', data=curves,
                         draw=lambda p: draw_curves(curves, p))]
   if no_act:
-    out.append(records.Output('act/parity_noact.md', seeds_table(no_act)))
+    out.append(records.Output('act/parity_noact.md', seeds_table(
+        no_act, verify.status_line(NO_ACT, no_act, statuses))))
+  if groups.get(AVX2):
+    avx2 = groups[AVX2]
+    out.append(records.Output('act/parity_avx2.md', seeds_table(
+        avx2, verify.status_line(AVX2, avx2, statuses))))
   diff = difficulty_table(main)
   if diff:
     data = difficulty_data(main)
