@@ -13,13 +13,13 @@ paper's baseline (the same network without ACT; with one input step its
 recurrence is unused and it is a one-hidden-layer feed-forward net).
 ``--difficulty_report`` adds error and ponder per number of bits (Fig. 6).
 
-Results: five seeds of this command on a 2-core CPU end below the paper's
-5% (mean, spread and per-seed numbers in README.md and docs/results/act.md,
-generated from the run records under docs/results/records/act/);
-``--act=false`` stays near 40% error, the paper's "almost 40%".
-``--layout=random`` (non-zero bits at random positions instead of a prefix)
-is much harder: docs/results/act.md has those runs, with the commit that
-made them.
+Results: docs/results/act.md gives what this command reaches on a 2-core
+CPU (CPU-2: AMD EPYC, AVX-512), ten seeds with their 95% interval and the
+verdict on the paper's 5% by its criterion, generated from the run records
+under docs/results/records/act/ (README.md quotes the same block), and
+the network without ACT. ``--layout=random`` (non-zero bits at random
+positions instead of a prefix) is much harder: the history appendix of that
+page has typed runs of it.
 
 Deviations from the paper: Adam with learning rate 1e-3 (``--learning_rate``)
 on one worker instead of 1e-4 with 16 Hogwild threads, and 300k updates by
