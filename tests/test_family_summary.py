@@ -2,10 +2,12 @@
 
 import csv
 import json
+import pathlib
 
 import _binaries
 import pytest
 
+from vcrnn_jax.papers import results as papers_results
 from vcrnn_jax.papers.family import summary
 
 
@@ -80,13 +82,15 @@ def test_rows_aggregate_and_table(tmp_path):
       ('lstm', None, None), ('skip_lstm', 1e-3, None)]
   lines = summary.parity_table(parity).splitlines()
   assert lines[0].startswith('| method | grid | seeds | training range | '
-                             'solved (>= 0.95) | test range (solved seeds) | '
+                             'solved / undecided / not (Wilson, 0.95) | '
+                             'test range (solved seeds) | '
                              'steps | mults / input | ms / update |')
   # Stage two only for the seeds that solved the training range: ACT none
   # (not judged), PonderNet seed 0 alone (0.6, not the mean 0.7).
-  assert lines[2] == ('| act | tau=0.01 | 1 | 0.5 | 0/1 | not judged: '
+  assert lines[2] == ('| act | tau=0.01 | 1 | 0.5 | 0 / 0 / 1 | not judged: '
                       'training range not learned | 1 | 100 | 2 | - | - |')
-  assert lines[3] == (f'| pondernet | {pn_grid} | 2 | 0.9 ± 0.14 | 1/2 | '
+  assert lines[3] == (f'| pondernet | {pn_grid} | 2 | 0.9 ± 0.14 | '
+                      '1 / 0 / 1 | '
                       '0.6 | 5 ± 1.4 | 500 ± 141 | 20 ± 14 | '
                       '0.6 ± 0.14 | 0.2 ± 0.14 |')
   points = summary.pareto_points(parity)
@@ -141,3 +145,120 @@ def test_binary_writes_tables_and_figures(tmp_path):
   assert proc.stderr.strip().splitlines() == [
       f'family_summary: error: --runs: no such directory: '
       f'{tmp_path / "missing"}']
+
+
+def test_solved_uses_the_wilson_interval():
+  # 999 of 1,000: the interval is above 0.95; 955 of 1,000 reaches below
+  # it; 930 is under it; 96 of 100 is too few vectors to tell.
+  assert summary.solved(0.999) == 'solved'
+  assert summary.solved(0.955) == 'undecided'
+  assert summary.solved(0.93) == 'not solved'
+  assert summary.solved(0.96, 100) == 'undecided'
+  assert summary.solved_counts(['solved', 'not solved', 'solved']) == (
+      '2 / 0 / 1')
+
+
+def _record(name, seed, results, curve=(), paper='family'):
+  return {'path': f'{paper}/{name}/seed={seed}.json', 'seed': seed,
+          'commit': 'abcdef0123456789', 'machine': {'name': 'M'},
+          'versions': {'python': '3'}, 'command': 'python -m experiments.x',
+          'results': results, 'curve': list(curve)}
+
+
+def _parity(method, seed, accuracy, *, mults=100.0, slope=0.0, **model):
+  by_count = [{'count': c, 'split': 'both', 'accuracy': accuracy,
+               'ponder': 1.0, 'steps': 2.0 + slope * c} for c in (1, 2, 3)]
+  return {'method': method, 'setting': 'interpolation', 'bits': 3,
+          'layout': 'random', 'updates': 10, 'seed': seed,
+          'model': {'cell': 'gru', 'hidden_size': 8, 'max_steps': 20,
+                    **model},
+          'accuracy': accuracy, 'training_range_accuracy': accuracy,
+          'steps': 2.0, 'capped': 0.0, 'multiplications': mults,
+          'train': {'steps': 3.0}, 'by_count': by_count}
+
+
+def _groups():
+  """ACT at tau 1e-3 with one seed at 0.955 (undecided), ACT at 1e-2 not
+  solved, Repeat-RNN cheaper on every seed, PonderNet's two KL variants
+  with opposite slopes, ACT's binary at 90k, the LSTM on the adding
+  task."""
+  accs = {'interp16_act_tau1e-3': (0.999, 0.999, 0.955),
+          'interp16_act_tau1e-2': (0.6, 0.62, 0.58),
+          'interp16_repeat_rho2': (1.0, 0.999, 0.998)}
+  groups = {f'family/{name}': [
+      _record(name, s, _parity(name.split('_')[1], s, a,
+                               mults=30.0 if 'repeat' in name else 120.0,
+                               tau=0.001, rho=2))
+      for s, a in enumerate(values)] for name, values in accs.items()}
+  for name, slope, kl in (('interp16_pondernet_paper', -0.5, 'paper'),
+                          ('interp16_pondernet_reverse', 0.5, 'reverse')):
+    groups[f'family/{name}'] = [
+        _record(name, s, _parity('pondernet', s, 0.999, slope=slope, kl=kl))
+        for s in range(3)]
+  groups['act/parity'] = [
+      _record('parity', s, {}, [{'step': 90_000, 'sequence_error': e}],
+              paper='act') for s, e in enumerate((0.03, 0.2, 0.2))]
+  groups['family/adding_lstm'] = [
+      _record('adding_lstm', s, {'model': 'lstm', 'seed': s, 'updates': 10,
+                                 'spec': {}, 'valid': {
+                                     'mse': 1e-3, 'mse_over_baseline': r,
+                                     'update_fraction': 1.0}})
+      for s, r in enumerate((0.010, 0.012, 0.011))]
+  return groups
+
+
+def test_conclusions_follow_from_the_records():
+  claims = {c.claim: c for c in summary.conclusion_claims(_groups())}
+
+  def label(start):
+    (claim,) = [c for text, c in claims.items() if text.startswith(start)]
+    return claim.verdict.label
+
+  # One seed undecided at 0.955: not "holds" on every seed.
+  assert label('ACT solves parity interpolation') == 'partly'
+  assert 'interp16_act_tau1e-3: 2 / 1 / 0' in claims[next(
+      c for c in claims if c.startswith('ACT solves parity'))].here
+  assert label('ACT at tau 1e-2 does not solve') == 'holds'
+  assert label('Repeat-RNN (rho 2) needs fewer multiplications per input '
+               'than ACT') == 'holds'
+  assert label('PonderNet\'s halting steps grow with difficulty: the '
+               'paper\'s KL with') == 'does not hold'
+  assert label('PonderNet\'s halting steps grow with difficulty: reverse '
+               'KL, eps stop off (interp') == 'holds'
+  # Two factors changed at once: no verdict, and the row says why.
+  confounded = claims['The KL direction, not the method, sets the slope '
+                      'of PonderNet\'s halting steps']
+  assert confounded.verdict.label == 'not recorded'
+  assert 'two factors changed at once' in confounded.cells()[2]
+  assert label('ACT\'s own binary') == 'not reproduced'
+  assert '1 of 3 seeds below 5% sequence error' in claims[next(
+      c for c in claims if c.startswith('ACT\'s own binary'))].here
+  assert label('adding_lstm: at (nearly) full') == 'reproduced'
+  # No records of a group: fewer than three seeds, undecided.
+  assert label('PonderNet solves ACT\'s setting') == 'undecided'
+  # No row of the table may break it.
+  table = summary.conclusions(_groups())
+  assert all(line.count(' | ') == 4 for line in table.splitlines()
+             if not line.startswith('| ---'))
+
+
+def test_outputs_show_the_verification_status():
+  groups = _groups()
+  texts = {o.path: o.text for o in summary.outputs(groups)}
+  assert 'family/conclusions.md' in texts
+  parity = texts['family/parity_interpolation_3_random_gru8.md']
+  assert 'Not verified against today\'s code' in parity
+  assert 'step cap, evaluation' in parity
+  status = {'status': 'current', 'record_commit': 'abcdef0',
+            'verified_at': '1234567abc', 'seed': 0, 'step': 10}
+  texts = {o.path: o.text for o in summary.outputs(
+      groups, {'family/interp16_act_tau1e-2': status})}
+  parity = texts['family/parity_interpolation_3_random_gru8.md']
+  assert 'Verification of interp16_act_tau1e-2: **Current**' in parity
+  assert 'Verification of adding_lstm: Not verified' in texts[
+      'family/adding.md']
+
+
+def test_the_page_types_no_result():
+  page = pathlib.Path(__file__).parents[1] / 'docs/results/family.md'
+  assert papers_results.typed_results(page.read_text()) == []

@@ -276,15 +276,28 @@ def _act_record(seed, error, ponder=3.0, steps=300_000, wall=100.0):
           'curve': [{'step': steps, 'sequence_error': error}]}
 
 
-def test_act_headline_names_seeds_at_or_above_the_paper():
+def test_act_headline_counts_seeds_and_decides_by_its_criterion():
   from vcrnn_jax.papers.act import results as act_results
   main = [_act_record(0, 0.01), _act_record(1, 0.05)]
   text = act_results.main_command_text(main, [])
   assert '**3.00% ± 2.83%**' in text and 'per seed 1.0% / 5.0%' in text
-  assert "Seed 1 ends at 5.0%, at or above the paper's 5%." in text
-  text = act_results.main_command_text(main[:1], [_act_record(0, 0.4)])
-  assert "Every seed is below the paper's 5%" in text
+  assert "1 of 2 seeds end below the paper's 5%" in text
+  assert 'the claim is **undecided**' in text     # two seeds: too few
+  main = [_act_record(s, e) for s, e in enumerate((0.01, 0.012, 0.008))]
+  text = act_results.main_command_text(main, [_act_record(0, 0.4)])
+  assert 'the claim is **reproduced**' in text and '95% interval' in text
   assert 'without ACT' in text and 'stays at 40.00%' in text
+  wide = [_act_record(s, e) for s, e in enumerate((0.01, 0.09, 0.02))]
+  assert 'the claim is **partly**' in act_results.main_command_text(wide, [])
+
+
+def test_act_ponder_slope_from_the_difficulty_report():
+  from vcrnn_jax.papers.act import results as act_results
+  run = {'tables': {'difficulty': [
+      {'difficulty': d, 'sequence_error': 0.0, 'ponder': 3 + 0.5 * d}
+      for d in range(1, 5)]}}
+  assert act_results.difficulty_slope(run) == 0.5
+  assert act_results.difficulty_slope({'tables': {}}) is None
 
 
 def test_tree_commit_dirty_ignores_excluded_folders(tmp_path):

@@ -1,0 +1,179 @@
+"""EI-REHN's results page (vcrnn_jax.papers.rehn.results): every verdict of
+the summary follows from the records by its criterion, and the page types
+no number or verdict outside what the generator writes."""
+
+import pathlib
+
+import pytest
+
+from vcrnn_jax.analysis import records
+from vcrnn_jax.papers import results
+from vcrnn_jax.papers.rehn import results as rehn
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+PAGE = REPO / 'docs' / 'results' / 'rehn.md'
+
+
+def _record(seed: int, test: dict, **flags) -> dict:
+  """A record as ``experiments.record`` writes it, with what the module
+  reads."""
+  return {'seed': seed, 'steps': 8000, 'commit': 'a' * 40, 'dirty': False,
+          'flags': {'epochs': 20, **flags},
+          'machine': {'name': 'CPU-2'}, 'versions': {'python': '3.11.7'},
+          'curve': [{'step': 400, 'valid_mse': 3e-4, 'test_accuracy': 0.5}],
+          'results': {'test': {'params': 100, **test}}}
+
+
+def _synthetic(**mse_by_model) -> dict:
+  """Groups of Table 1 records: model -> per-seed test MSE (x 1e-3)."""
+  return {f'{rehn.SYNTHETIC}{model}': [
+      _record(seed, {'test_mse_e3': x, 'best_test_mse_e3': x},
+              noise_variance=0.001) for seed, x in enumerate(values)]
+          for model, values in mse_by_model.items()}
+
+
+def _har(**accuracy_by_model) -> dict:
+  return {f'{rehn.HAR}{model}': [
+      _record(seed, {'test_accuracy': x}) for seed, x in enumerate(values)]
+          for model, values in accuracy_by_model.items()}
+
+
+def _labels(rows) -> dict[str, str]:
+  return {row.claim: row.verdict.label for row in rows}
+
+
+CLEAR = dict(ei_rehn20=[0.20, 0.21, 0.20], rhn20=[0.30, 0.31, 0.30],
+             lstm20=[0.40, 0.41, 0.40], rnn20=[0.50, 0.51, 0.50])
+
+
+def test_table1_order_and_pairs_reproduced_when_separated():
+  labels = _labels(rehn.table1_rows(_synthetic(**CLEAR)))
+  assert labels == {
+      'Table 1: test MSE, best first, EI-REHN-20 < RHN-20 < LSTM-20 < '
+      'RNN-20': 'reproduced',
+      'Table 1: EI-REHN-20 below RHN-20 in test MSE': 'holds',
+      'Table 1: EI-REHN-20 below LSTM-20 in test MSE': 'holds',
+      'Table 1: EI-REHN-20 below RNN-20 in test MSE': 'holds'}
+
+
+def test_table1_overlapping_spreads_are_within_noise():
+  # The current records' shape: EI-REHN better than RHN on every seed, by
+  # less than the seeds' spread.
+  mse = {**CLEAR, 'ei_rehn20': [0.253, 0.255, 0.264],
+         'rhn20': [0.256, 0.267, 0.269]}
+  order, vs_rhn, *_ = rehn.table1_rows(_synthetic(**mse))
+  assert order.verdict.label == 'within noise'
+  assert vs_rhn.verdict.label == 'within noise'
+  assert 'better on 3 of 3 seeds' in vs_rhn.verdict.evidence
+
+
+def test_table1_out_of_order_is_not_reproduced():
+  mse = {**CLEAR, 'rhn20': [0.10, 0.11, 0.10]}
+  order, vs_rhn, *_ = rehn.table1_rows(_synthetic(**mse))
+  assert order.verdict.label == 'not reproduced'
+  assert vs_rhn.verdict.label == 'does not hold'
+
+
+def test_pairs_are_by_seed():
+  # Seed 2 is missing from RHN: EI-REHN's seed 2 is not paired with
+  # anything, so two pairs remain and the claim is undecided.
+  groups = _synthetic(**CLEAR)
+  groups[f'{rehn.SYNTHETIC}rhn20'].pop()
+  _, vs_rhn, vs_lstm, _ = rehn.table1_rows(groups)
+  assert vs_rhn.verdict.label == 'undecided'
+  assert vs_lstm.verdict.label == 'holds'
+
+
+def test_table1_states_the_recorded_noise_level():
+  order = rehn.table1_rows(_synthetic(**CLEAR))[0]
+  assert 'noise variance 0.001, not Algorithm 2\'s 0.1' in order.here
+  assert '20 of the paper\'s 100 epochs' in order.here
+  assert '(95% CI' in order.here and 'n = 3' in order.here
+
+
+def test_table2_higher_accuracy_is_better():
+  holds = _har(ei_rehn48=[0.92, 0.93, 0.92], lstm32=[0.90, 0.91, 0.90])
+  row, others = rehn.table2_rows(holds)
+  assert row.verdict.label == 'holds'
+  assert others.verdict.label == 'not recorded'
+  noisy = _har(ei_rehn48=[0.86, 0.83, 0.87], lstm32=[0.84, 0.73, 0.82])
+  assert rehn.table2_rows(noisy)[0].verdict.label == 'within noise'
+  worse = _har(ei_rehn48=[0.80, 0.81, 0.80], lstm32=[0.90, 0.91, 0.90])
+  assert rehn.table2_rows(worse)[0].verdict.label == 'does not hold'
+
+
+def test_unrecorded_claims_have_no_verdict():
+  groups = {**_synthetic(**CLEAR)}          # no HAR record
+  rows = [*rehn.sec41_rows(), *rehn.ptb_rows()]
+  assert {row.verdict.label for row in rows} == {'not recorded'}
+  har, _ = rehn.table2_rows(groups)
+  assert har.verdict.label == 'undecided' and 'no record' in har.here
+  text = rehn.summary(groups)
+  assert text.splitlines()[0] == (
+      '| claim | the paper | here | verdict | criterion |')
+  assert text.count('**not recorded**') == len(rows) + 1
+
+
+def test_outputs_need_an_ei_rehn_record():
+  assert rehn.outputs({}) == []
+  paths = [o.path for o in rehn.outputs(_har(ei_rehn48=[0.9] * 3,
+                                             lstm32=[0.8] * 3))]
+  assert paths == ['rehn/summary.md', 'rehn/table2.md',
+                   'rehn/table2_curves.svg']
+
+
+def test_each_table_ends_with_its_groups_verification():
+  statuses = {f'{rehn.SYNTHETIC}rhn20': {
+      'status': 'current', 'record_commit': 'aaaaaaa', 'verified_at': 'b' * 40,
+      'seed': 0, 'step': 400}}
+  text = rehn.table1(_synthetic(**CLEAR), statuses)
+  assert '- RHN-20: **Current**' in text
+  assert text.count('Not verified against today\'s code') == 3
+  assert rehn.table1(_synthetic(**CLEAR), None).count('Not verified') == 4
+
+
+def test_tables_type_no_verdict():
+  outs = rehn.outputs({**_synthetic(**CLEAR),
+                       **_har(ei_rehn48=[0.9] * 3, lstm32=[0.8] * 3)})
+  for out in outs:
+    if out.path in ('rehn/table1.md', 'rehn/table2.md'):
+      assert 'same order' not in out.text and 'reached' not in out.text
+      assert 'reproduced' not in out.text and 'holds' not in out.text
+
+
+def test_the_table1_figure_draws_table1():
+  outs = {o.path: o for o in rehn.outputs({
+      **_synthetic(**CLEAR), **_har(ei_rehn48=[0.9] * 3, lstm32=[0.8] * 3)})}
+  assert set(outs['rehn/table1_curves.svg'].data) == set(CLEAR)
+  assert set(outs['rehn/table2_curves.svg'].data) == {'ei_rehn48', 'lstm32'}
+
+
+@pytest.mark.parametrize('model,expected', [
+    ('ei_rehn20', 'EI-REHN-20'), ('lstm32', 'LSTM-32'), ('rnn20', 'RNN-20')])
+def test_names_are_the_papers(model, expected):
+  assert rehn.name(model) == expected
+
+
+def test_paper_constants_agree_with_the_records():
+  # The binaries copy the paper's row into each record; the page prints
+  # the constants: both must be the paper's.
+  groups = records.read_records(REPO / results.RECORDS)
+  checked = 0
+  for prefix, table in ((rehn.SYNTHETIC, rehn.TABLE1),
+                        (rehn.HAR, rehn.TABLE2)):
+    for model, runs in rehn._experiments(groups, prefix).items():
+      copy = records.value(runs[0], 'results.shared.paper')
+      paper = table[rehn.name(model)]
+      assert (copy['mean'], copy['std'], copy['params']) == (
+          paper.mean, paper.std, paper.params), model
+      checked += 1
+  assert checked == 6
+
+
+def test_the_page_types_no_result():
+  text = PAGE.read_text()
+  assert results.typed_results(text) == []
+  assert '```{include} generated/rehn/summary.md\n```' in text
+  # The history is the page's last section.
+  _, _, history = text.partition(results.HISTORY)
+  assert history and '\n## ' not in history
