@@ -51,8 +51,11 @@ def test_paired_needs_every_seed_and_an_interval_excluding_zero():
 
 
 def test_sign_every_seed():
-  assert verdicts.sign_every_seed([0.1, 0.2, 0.3], claim='s').label == (
+  assert verdicts.sign_every_seed([0.2, 0.21, 0.22], claim='s').label == (
       'holds')
+  # Every seed positive, but the interval reaches 0: not enough.
+  assert verdicts.sign_every_seed([0.01, 0.5, 0.02], claim='s').label == (
+      'partly')
   assert verdicts.sign_every_seed([0.5, -0.1, 0.2], claim='s').label == (
       'partly')
   assert verdicts.sign_every_seed([-0.5, -0.1, 0.2], claim='s').label == (

@@ -177,19 +177,22 @@ def sign_every_seed(values: Sequence[float], *, claim: str,
                     fmt: Format = _g, minimum: float = 0.0) -> Verdict:
   """A direction the paper claims (a slope, a gain), per seed.
 
-  holds: n >= 3 and every seed's value exceeds ``minimum``; partly: the
-  mean does; does not hold: the mean does not.
+  holds: n >= 3, every seed's value exceeds ``minimum`` and so does the
+  lower end of the mean's 95% interval (three seeds of one sign happen by
+  chance one time in four); partly: the mean exceeds it; does not hold:
+  the mean does not.
   """
   criterion = (f'{claim}: holds when every one of n ≥ {MIN_SEEDS} seeds '
-               f'exceeds {fmt(minimum)}; partly when the mean does; does '
-               'not hold otherwise')
+               f'and the lower end of the mean\'s 95% interval exceed '
+               f'{fmt(minimum)}; partly when the mean does; does not hold '
+               'otherwise')
   xs = [v for v in values if v is not None]
   if len(xs) < MIN_SEEDS:
     return _undecided(criterion, len(xs))
-  mean = statistics.fmean(xs)
+  mean, lo, _, _ = t_interval(xs)
   over = sum(x > minimum for x in xs)
-  label = ('holds' if over == len(xs) else 'partly' if mean > minimum
-           else 'does not hold')
+  label = ('holds' if over == len(xs) and lo > minimum else 'partly'
+           if mean > minimum else 'does not hold')
   return Verdict(label, criterion,
                  f'{over} of {len(xs)} seeds; ' + mean_interval_text(xs, fmt))
 
