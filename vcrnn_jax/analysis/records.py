@@ -4,44 +4,44 @@ A *record* is one JSON file per training run, kept in the repository under
 ``docs/results/records/<paper>/<experiment>/<run>.json`` (a few KB; never a
 checkpoint). It holds what a reader needs to trust and redo the number:
 
-============  ================================================================
-key           what
-============  ================================================================
-``format``    :data:`FORMAT`, the version of this layout
-``command``   the command line that trained the run (from its manifest)
-``binary``    the experiment binary (``act_parity``)
-``flags``     the run-defining flags (the workdir's ``flags.json``)
-``seed``      the training seed
-``steps``     the last step trained
-``commit``    the tree the run was trained on, and ``dirty`` (uncommitted
-              changes in it)
-``versions``  Python and the packages that change numbers (jax, jaxlib,
-              flax, optax, numpy, orbax-checkpoint)
-``machine``   the machine's name, CPU model, cores and memory
-``wall_s``    seconds from the start of training to the last evaluation
-              (compilation included; several segments when resumed)
-``final``     the last evaluation: held-out metrics, ``train_*`` means,
-              ``steps_per_sec``
-``curve``     the evaluations thinned to at most ``max_points`` (held-out
-              metrics only), for learning-curve figures
-``results``   the binary's ``results.json``; for binaries that train
-              several seeds in one process, the seed's entry, with what the
-              binary reported over all of them under ``shared``; lists
-              longer than :data:`MAX_LIST` left out
-``tables``    each small CSV the run wrote (``difficulty.csv``, ...), as rows,
-              unless ``results`` holds it under the same name
-``note``      free text: what the numbers do not say (a shared machine)
-``starts``    the run's manifest, one entry per start
-              (:mod:`vcrnn_jax.analysis.manifest`): command, commit, dirty
-              state, versions, device, CPU and instruction sets, data
-              digests, as read when each segment started; ``[]`` for a run
-              that wrote none
-``problems``  why the record is not clean (no manifest, a dirty tree,
-              segments on other code); ``[]`` when it is
+===============  =============================================================
+key              what
+===============  =============================================================
+``format``       :data:`FORMAT`, the version of this layout
+``command``      the command line that trained the run (from its manifest)
+``binary``       the experiment binary (``act_parity``)
+``flags``        the run-defining flags (the workdir's ``flags.json``)
+``seed``         the training seed
+``steps``        the last step trained
+``commit``       the tree the run was trained on, and ``dirty`` (uncommitted
+                 changes in it)
+``versions``     Python and the packages that change numbers (jax, jaxlib,
+                 flax, optax, numpy, orbax-checkpoint)
+``machine``      the machine's name, CPU model, cores and memory
+``wall_s``       seconds from the start of training to the last evaluation
+                 (compilation included; several segments when resumed)
+``final``        the last evaluation: held-out metrics, ``train_*`` means,
+                 ``steps_per_sec``
+``curve``        the evaluations thinned to at most ``max_points`` (held-out
+                 metrics only), for learning-curve figures
+``results``      the binary's ``results.json``; for binaries that train
+                 several seeds in one process, the seed's entry, with what the
+                 binary reported over all of them under ``shared``; lists
+                 longer than :data:`MAX_LIST` left out
+``tables``       each small CSV the run wrote (``difficulty.csv``, ...), as
+                 rows, unless ``results`` holds it under the same name
+``note``         free text: what the numbers do not say (a shared machine)
+``starts``       the run's manifest, one entry per start
+                 (:mod:`vcrnn_jax.analysis.manifest`): command, commit, dirty
+                 state, versions, device, CPU and instruction sets, data
+                 digests, as read when each segment started; ``[]`` for a run
+                 that wrote none
+``problems``     why the record is not clean (no manifest, a dirty tree,
+                 segments on other code); ``[]`` when it is
 ``fingerprint``  the first evaluation at full precision (``step`` and the
-              held-out metrics): what ``experiments.verify`` re-runs to
-              check that today's code still computes this run
-============  ================================================================
+                 held-out metrics): what ``experiments.verify`` re-runs to
+                 check that today's code still computes this run
+===============  =============================================================
 
 Every key but ``commit``, ``dirty``, ``versions`` and ``machine`` comes from
 the run's own files; those four come from its manifest when it has one, and
@@ -57,10 +57,9 @@ them).
 
 Example::
 
-  record = records.make_record(
-      'runs/act_parity/seed=0',
-      command='python -m experiments.act_parity --tau=0.01 --seed=0',
-      commit='c6ead81', machine=records.machine('CPU-2'))
+  # The command, commit and versions come from the run's manifest.
+  record = records.make_record('runs/act_parity/seed=0',
+                               machine_info=records.machine('CPU-2'))
   records.write_record(record, 'docs/results/records/act/parity/seed=0.json')
 """
 

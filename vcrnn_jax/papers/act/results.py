@@ -377,10 +377,10 @@ def outputs(groups: Mapping[str, Sequence[Mapping[str, Any]]],
   if no_act:
     out.append(records.Output('act/parity_noact.md', seeds_table(
         no_act, verify.status_line(NO_ACT, no_act, statuses))))
-  if groups.get(AVX2):
-    avx2 = groups[AVX2]
-    out.append(records.Output('act/parity_avx2.md', seeds_table(
-        avx2, verify.status_line(AVX2, avx2, statuses))))
+  avx2 = groups.get(AVX2, [])
+  out.append(records.Output('act/parity_avx2.md', seeds_table(
+      avx2, verify.status_line(AVX2, avx2, statuses)) if avx2 else
+      'No record yet.\n'))
   diff = difficulty_table(main)
   if diff:
     data = difficulty_data(main)
