@@ -464,3 +464,18 @@ def test_non_scalar_cond_raises():
   with pytest.raises(ValueError, match='cond_fun must return a scalar bool'):
     loops.bounded_while_loop(lambda c: c.running, body, make_params(),
                              make_carry(), max_steps=5)
+
+
+def test_loop_config_stores_numpy_values_as_the_loop_reads_them():
+  # One validator per option: what LoopConfig accepts, the loop accepts.
+  config = loops.LoopConfig(checkpoints=np.int64(4), save_residuals=np.True_,
+                            compact_rows=np.int32(2))
+  assert config == loops.LoopConfig(checkpoints=4, save_residuals=True,
+                                    compact_rows=2)
+  assert type(config.save_residuals) is bool
+  assert type(config.checkpoints) is int
+  out, steps = loops.bounded_while_loop(
+      lambda x: x < 3, lambda params, x: x + params, jnp.ones(()),
+      jnp.zeros(()), max_steps=5, checkpoints=config.checkpoints,
+      save_residuals=config.save_residuals)
+  assert float(out) == 3.0 and int(steps) == 3

@@ -210,6 +210,15 @@ def select_rows(mask: jax.Array | None, new: Any, old: Any) -> Any:
   return jax.tree_util.tree_map(select, new, old)
 
 
+def check_bool(name: str, value: Any) -> bool:
+  """Returns ``value`` as a Python bool, or raises ``ValueError`` naming the
+  argument. Python and NumPy booleans are accepted (``np.True_``); ints,
+  strings and arrays are not."""
+  if not isinstance(value, (bool, np.bool_)):
+    raise ValueError(f'{name} must be a bool, got {value!r}.')
+  return bool(value)
+
+
 def check_positive_int(name: str, value: Any) -> int:
   """Returns ``value`` as an int, or raises ``ValueError`` naming the argument.
 

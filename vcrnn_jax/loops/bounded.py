@@ -25,7 +25,7 @@ import jax
 from jax import lax
 import jax.numpy as jnp
 
-from vcrnn_jax.core import check_positive_int
+from vcrnn_jax.core import check_bool, check_positive_int
 from vcrnn_jax.loops import residuals as res
 from vcrnn_jax.loops import slots as slot_buffers
 from vcrnn_jax.loops import tracing
@@ -134,9 +134,7 @@ def bounded_while_loop(
   """
   max_steps = check_positive_int('max_steps', max_steps)
   checkpoints = check_positive_int('checkpoints', checkpoints)
-  if not isinstance(save_residuals, bool):
-    raise ValueError(
-        f'save_residuals must be a bool, got {save_residuals!r}.')
+  save_residuals = check_bool('save_residuals', save_residuals)
   traced = tracing.trace_loop_functions(cond_fun, body_fun, params,
                                         init_carry)
   config = _Config(

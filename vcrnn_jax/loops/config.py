@@ -12,10 +12,8 @@ never its values.
 import dataclasses
 from typing import Any
 
-import numpy as np
-
 from vcrnn_jax import compaction
-from vcrnn_jax.core import check_positive_int
+from vcrnn_jax.core import check_bool, check_positive_int
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,11 +63,15 @@ class LoopConfig:
   def __post_init__(self):
     if self.kind not in ('while', 'scan'):
       raise ValueError(f"loop must be 'while' or 'scan', got {self.kind!r}.")
-    check_positive_int('checkpoints', self.checkpoints)
-    if not isinstance(self.save_residuals, (bool, np.bool_)):
-      raise ValueError(
-          f'save_residuals must be a bool, got {self.save_residuals!r}.')
-    compaction.check_compact_rows(self.compact_rows)
+    # Stored as the validators return them (np.True_ as True, np.int64(4)
+    # as 4), so the loop that reads them needs no check of its own and the
+    # config hashes as the plain values do.
+    object.__setattr__(self, 'checkpoints',
+                       check_positive_int('checkpoints', self.checkpoints))
+    object.__setattr__(self, 'save_residuals',
+                       check_bool('save_residuals', self.save_residuals))
+    object.__setattr__(self, 'compact_rows',
+                       compaction.check_compact_rows(self.compact_rows))
 
 
 def as_loop_config(loop: Any) -> LoopConfig:
