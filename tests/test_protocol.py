@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import vcrnn_jax
-from vcrnn_jax import act, cells, linen, loops, rehn
+from vcrnn_jax import act, cells, linen, loops, ponder, rehn, skip, vc
 from vcrnn_jax.core import (
   Cell,
   Context,
@@ -303,3 +303,34 @@ def test_flax_rehn_modules_equal_the_pure_cells(module, pure):
   _, want = unroll(cell, variables['params']['cell']['cell'],
                    cell.initial_state(B), xs)
   np.testing.assert_allclose(cell_output(got), cell_output(want), rtol=1e-6)
+
+
+@pytest.mark.parametrize('cls', [
+    vcrnn_jax.core.Context, act.ACTOutput, ponder.PonderOutput,
+    rehn.RHNState, rehn.REHNOutput, skip.SkipState, skip.SkipOutput,
+    vc.VCOutput, cells.ElmanState, cells.GRUState, cells.LSTMState,
+    cells.StackOutput], ids=lambda c: c.__name__)
+def test_output_fields_say_what_they_hold(cls):
+  # help() shows a field's __doc__: "Alias for field number 1" says nothing.
+  for name in cls._fields:
+    doc = getattr(cls, name).__doc__
+    assert doc and not doc.startswith('Alias for field'), (cls, name)
+
+
+def test_field_docs_reads_the_attributes_section():
+  from typing import NamedTuple
+
+  @vcrnn_jax.core.field_docs
+  class Pair(NamedTuple):
+    """Two things.
+
+    Attributes:
+      first: the first, over
+        two lines.
+      second: the second.
+    """
+    first: int
+    second: int
+
+  assert Pair.first.__doc__ == 'the first, over two lines.'
+  assert Pair.second.__doc__ == 'the second.'

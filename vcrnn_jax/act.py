@@ -21,20 +21,28 @@ from vcrnn_jax.core import (
   cell_output,
   check_cell,
   check_positive_int,
+  field_docs,
   param_dtype_of,
   select_rows,
   shape_probe_context,
 )
 
 
+@field_docs
 class ACTOutput(NamedTuple):
-  """Per-input-step outputs of an ACT cell (each ``[batch, ...]``)."""
-  output: jax.Array     # [batch, output_size] mean-field output y_t (Eq. 9)
-  #                       (output_size None: [batch, Y], the mean field of
-  #                       the wrapped cell's own output)
-  ponder: jax.Array     # [batch] rho_t = N(t) + R(t) (Eq. 10)
-  steps: jax.Array      # [batch] int32 N(t) (Eq. 13)
-  remainder: jax.Array  # [batch] R(t) (Eq. 8)
+  """Per-input-step outputs of an ACT cell (each ``[batch, ...]``).
+
+  Attributes:
+    output: [batch, output_size] mean-field output y_t (Eq. 9) (output_size
+      None: [batch, Y], the mean field of the wrapped cell's own output)
+    ponder: [batch] rho_t = N(t) + R(t) (Eq. 10)
+    steps: [batch] int32 N(t) (Eq. 13)
+    remainder: [batch] R(t) (Eq. 8)
+  """
+  output: jax.Array
+  ponder: jax.Array
+  steps: jax.Array
+  remainder: jax.Array
 
 
 class _Rows(NamedTuple):

@@ -54,6 +54,7 @@ sharding.
 from collections.abc import Callable
 import inspect
 import operator
+import re
 from typing import Any, NamedTuple
 
 import jax
@@ -65,15 +66,48 @@ Params = Any
 State = Any
 
 
+def field_docs(cls):
+  """Class decorator: gives each field of a ``NamedTuple`` the text its
+  class docstring's ``Attributes:`` section gives it, so ``help()`` and
+  Sphinx show what a field holds instead of "Alias for field number 1"."""
+  lines = (cls.__doc__ or '').splitlines()
+  docs: dict[str, list[str]] = {}
+  name, inside = None, False
+  for line in lines:
+    text = line.strip()
+    if text == 'Attributes:':
+      inside = True
+      continue
+    if not inside:
+      continue
+    if not text:
+      break
+    match = re.match(r'(\w+):\s*(.*)', text)
+    if match and match.group(1) in cls._fields:
+      name = match.group(1)
+      docs[name] = [match.group(2)]
+    elif name is not None:
+      docs[name].append(text)
+  for field, words in docs.items():
+    getattr(cls, field).__doc__ = ' '.join(words)
+  return cls
+
+
+@field_docs
 class Context(NamedTuple):
   """Optional extras a caller passes to ``Cell.apply`` (see module docstring).
 
   A ``NamedTuple`` of arrays (``None`` fields are empty pytrees), so it passes
   through ``jit``, ``vmap`` and ``lax.scan`` like any other argument.
+
+  Attributes:
+    active: ``[batch]`` bool: False rows are discarded.
+    step: int32 scalar: the training step.
+    key: PRNG key of this sequence; None: no noise.
   """
-  active: jax.Array | None = None  # [batch] bool: False rows are discarded
-  step: jax.Array | None = None    # int32 scalar: the training step
-  key: jax.Array | None = None     # PRNG key of this sequence; None: no noise
+  active: jax.Array | None = None
+  step: jax.Array | None = None
+  key: jax.Array | None = None
 
 
 class Cell(NamedTuple):

@@ -29,6 +29,7 @@ from vcrnn_jax.core import (
   cell_output,
   check_cell,
   check_positive_int,
+  field_docs,
   param_dtype_of,
   select_rows,
 )
@@ -41,15 +42,21 @@ KL_DIRECTIONS = ('paper', 'reverse')
 _HALT_STREAM = 0x504F4E44
 
 
+@field_docs
 class PonderOutput(NamedTuple):
-  """Per-input-step outputs of a PonderNet cell (``M = max_steps``)."""
-  output: jax.Array   # [batch, O] the answer: sum_n p_n y_n ('train'), or
-  #                     y_n at the halting step ('sample', 'median')
-  outputs: jax.Array  # [batch, M, O] every y_n (P1); zeros after the last
-  #                     step taken
-  probs: jax.Array    # [batch, M] p_n (P2); zeros after the last step taken
-  steps: jax.Array    # [batch] int32 steps taken (the halting step at
-  #                     inference)
+  """Per-input-step outputs of a PonderNet cell (``M = max_steps``).
+
+  Attributes:
+    output: [batch, O] the answer: sum_n p_n y_n ('train'), or y_n at the
+      halting step ('sample', 'median')
+    outputs: [batch, M, O] every y_n (P1); zeros after the last step taken
+    probs: [batch, M] p_n (P2); zeros after the last step taken
+    steps: [batch] int32 steps taken (the halting step at inference)
+  """
+  output: jax.Array
+  outputs: jax.Array
+  probs: jax.Array
+  steps: jax.Array
 
 
 class _Spec(NamedTuple):

@@ -48,19 +48,31 @@ from vcrnn_jax.core import (
   as_context,
   check_apply_args,
   check_positive_int,
+  field_docs,
   select_rows,
 )
 
 
+@field_docs
 class RHNState(NamedTuple):
-  """The state of every cell of this module (``h^0_{t+1} = h_t``)."""
-  h: jax.Array  # [batch, hidden_size]
+  """The state of every cell of this module (``h^0_{t+1} = h_t``).
+
+  Attributes:
+    h: [batch, hidden_size]
+  """
+  h: jax.Array
 
 
+@field_docs
 class REHNOutput(NamedTuple):
-  """Per-step output of the elastic cells (:func:`srehn`, :func:`ei_rehn`)."""
-  output: jax.Array  # [batch, hidden_size] h_t, what readouts read
-  depth: jax.Array   # [batch] int32 R_t, the micro-layers the row ran
+  """Per-step output of the elastic cells (:func:`srehn`, :func:`ei_rehn`).
+
+  Attributes:
+    output: [batch, hidden_size] h_t, what readouts read
+    depth: [batch] int32 R_t, the micro-layers the row ran
+  """
+  output: jax.Array
+  depth: jax.Array
 
 
 # ----------------------------------------------------------------------------

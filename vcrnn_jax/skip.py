@@ -41,26 +41,40 @@ from vcrnn_jax.core import (
   cell_output,
   check_cell,
   check_positive_int,
+  field_docs,
   param_dtype_of,
   select_rows,
   shape_probe_context,
 )
 
 
+@field_docs
 class SkipState(NamedTuple):
-  """The carry of a skip cell (each ``[batch, ...]``)."""
-  cell: Any               # s_{t-1}: the wrapped cell's state
-  update_prob: jax.Array  # [batch] u~_t, read by the next step (S1)
-  output: jax.Array       # [batch, Y] the output of s_{t-1}, which a
-  #                         skipped step repeats
+  """The carry of a skip cell (each ``[batch, ...]``).
+
+  Attributes:
+    cell: s_{t-1}: the wrapped cell's state
+    update_prob: [batch] u~_t, read by the next step (S1)
+    output: [batch, Y] the output of s_{t-1}, which a skipped step repeats
+  """
+  cell: Any
+  update_prob: jax.Array
+  output: jax.Array
 
 
+@field_docs
 class SkipOutput(NamedTuple):
-  """Per-step outputs of a skip cell (each ``[batch, ...]``)."""
-  output: jax.Array       # [batch, Y] the wrapped cell's output (repeated
-  #                         from the last update on a skipped step)
-  update: jax.Array       # [batch] u_t in {0, 1} (S1), straight-through
-  update_prob: jax.Array  # [batch] u~_t, the probability it was rounded from
+  """Per-step outputs of a skip cell (each ``[batch, ...]``).
+
+  Attributes:
+    output: [batch, Y] the wrapped cell's output (repeated from the last
+      update on a skipped step)
+    update: [batch] u_t in {0, 1} (S1), straight-through
+    update_prob: [batch] u~_t, the probability it was rounded from
+  """
+  output: jax.Array
+  update: jax.Array
+  update_prob: jax.Array
 
 
 def _expand(v: jax.Array, a: jax.Array) -> jax.Array:

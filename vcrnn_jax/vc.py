@@ -59,17 +59,25 @@ from vcrnn_jax.core import (
   as_context,
   check_apply_args,
   check_positive_int,
+  field_docs,
 )
 
 # step (int32 scalar array) -> sharpness lambda, as an optax schedule.
 Schedule = Callable[[jax.Array], jax.Array]
 
 
+@field_docs
 class VCOutput(NamedTuple):
-  """Per-step output of :func:`vcrnn` and :func:`vcgru` (``[batch, ...]``)."""
-  output: jax.Array  # [batch, hidden_size] h_t, what readouts read
-  m: jax.Array       # [batch] m_t of Eq. 7, in the params' dtype
-  dims: jax.Array    # [batch] int32 dimensions updated (e_i > 0; hard: d_t)
+  """Per-step output of :func:`vcrnn` and :func:`vcgru` (``[batch, ...]``).
+
+  Attributes:
+    output: [batch, hidden_size] h_t, what readouts read
+    m: [batch] m_t of Eq. 7, in the params' dtype
+    dims: [batch] int32 dimensions updated (e_i > 0; hard: d_t)
+  """
+  output: jax.Array
+  m: jax.Array
+  dims: jax.Array
 
 
 # ----------------------------------------------------------------------------

@@ -7,11 +7,22 @@ import jax
 import jax.numpy as jnp
 
 from vcrnn_jax.cells import _common
-from vcrnn_jax.core import Cell, check_apply_args, check_positive_int
+from vcrnn_jax.core import (
+  Cell,
+  check_apply_args,
+  check_positive_int,
+  field_docs,
+)
 
 
+@field_docs
 class ElmanState(NamedTuple):
-  h: jax.Array  # [batch, hidden_size]
+  """The Elman carry.
+
+  Attributes:
+    h: ``[batch, hidden_size]`` the hidden state, which is also the output.
+  """
+  h: jax.Array
 
 
 @_common.renamed_arguments('cells.elman',

@@ -7,13 +7,24 @@ import jax
 import jax.numpy as jnp
 
 from vcrnn_jax.cells import _common
-from vcrnn_jax.core import Cell, check_apply_args, check_positive_int
+from vcrnn_jax.core import (
+  Cell,
+  check_apply_args,
+  check_positive_int,
+  field_docs,
+)
 
 
+@field_docs
 class LSTMState(NamedTuple):
-  """The LSTM carry, in ``flax.linen.LSTMCell``'s order: ``c, h = state``."""
-  c: jax.Array  # [batch, hidden_size] memory cell
-  h: jax.Array  # [batch, hidden_size] hidden output
+  """The LSTM carry, in ``flax.linen.LSTMCell``'s order: ``c, h = state``.
+
+  Attributes:
+    c: [batch, hidden_size] memory cell
+    h: [batch, hidden_size] hidden output
+  """
+  c: jax.Array
+  h: jax.Array
 
 
 @_common.renamed_arguments('cells.lstm',

@@ -12,16 +12,23 @@ from vcrnn_jax.core import (
   cell_output,
   check_cell,
   check_positive_int,
+  field_docs,
   fold_in,
   param_dtype_of,
   shape_probe_context,
 )
 
 
+@field_docs
 class StackOutput(NamedTuple):
-  """Per-step output of :func:`stack`."""
-  output: jax.Array     # [batch, F]: the top layer's output
-  layers: tuple         # each layer's own per-step output (extras included)
+  """Per-step output of :func:`stack`.
+
+  Attributes:
+    output: ``[batch, F]``: the top layer's output.
+    layers: each layer's own per-step output (extras included).
+  """
+  output: jax.Array
+  layers: tuple
 
 
 def stack(layers: Sequence[Cell], *, dropout: float = 0.0) -> Cell:
