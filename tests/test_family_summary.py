@@ -8,7 +8,8 @@ import _binaries
 import pytest
 
 from vcrnn_jax.papers import results as papers_results
-from vcrnn_jax.papers.family import summary
+from vcrnn_jax.papers.family import conclusions, summary
+from vcrnn_jax.papers.family import results as family_results
 
 
 def _by_count(acc_train, acc_test, steps):
@@ -208,7 +209,7 @@ def _groups():
 
 
 def test_conclusions_follow_from_the_records():
-  claims = {c.claim: c for c in summary.conclusion_claims(_groups())}
+  claims = {c.claim: c for c in conclusions.conclusion_claims(_groups())}
 
   def label(start):
     (claim,) = [c for text, c in claims.items() if text.startswith(start)]
@@ -237,21 +238,21 @@ def test_conclusions_follow_from_the_records():
   # No records of a group: fewer than three seeds, undecided.
   assert label('PonderNet solves ACT\'s setting') == 'undecided'
   # No row of the table may break it.
-  table = summary.conclusions(_groups())
+  table = conclusions.conclusions(_groups())
   assert all(line.count(' | ') == 4 for line in table.splitlines()
              if not line.startswith('| ---'))
 
 
 def test_outputs_show_the_verification_status():
   groups = _groups()
-  texts = {o.path: o.text for o in summary.outputs(groups)}
+  texts = {o.path: o.text for o in family_results.outputs(groups)}
   assert 'family/conclusions.md' in texts
   parity = texts['family/parity_interpolation_3_random_gru8.md']
   assert 'Not verified against today\'s code' in parity
   assert 'step cap, evaluation' in parity
   status = {'status': 'current', 'record_commit': 'abcdef0',
             'verified_at': '1234567abc', 'seed': 0, 'step': 10}
-  texts = {o.path: o.text for o in summary.outputs(
+  texts = {o.path: o.text for o in family_results.outputs(
       groups, {'family/interp16_act_tau1e-2': status})}
   parity = texts['family/parity_interpolation_3_random_gru8.md']
   assert 'Verification of interp16_act_tau1e-2: **Current**' in parity

@@ -16,13 +16,13 @@ from typing import Any
 
 from vcrnn_jax.analysis import bench_records, records, verify
 from vcrnn_jax.papers.act import results as act_results
-from vcrnn_jax.papers.family import summary as family_summary
+from vcrnn_jax.papers.family import results as family_results
 from vcrnn_jax.papers.rehn import results as rehn_results
 from vcrnn_jax.papers.vc import results as vc_results
 
 # The paper modules that turn records into outputs, in page order.
 PAPERS = {'act': act_results, 'vc': vc_results, 'rehn': rehn_results,
-          'family': family_summary}
+          'family': family_results}
 RECORDS = pathlib.Path('docs', 'results', 'records')
 GENERATED = pathlib.Path('docs', 'results', 'generated')
 # Hand-written files with blocks copied from generated fragments.
