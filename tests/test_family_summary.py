@@ -226,11 +226,12 @@ def test_conclusions_follow_from_the_records():
                'paper\'s KL with') == 'does not hold'
   assert label('PonderNet\'s halting steps grow with difficulty: reverse '
                'KL, eps stop off (interp') == 'holds'
-  # Two factors changed at once: no verdict, and the row says why.
-  confounded = claims['The KL direction, not the method, sets the slope '
-                      'of PonderNet\'s halting steps']
-  assert confounded.verdict.label == 'not recorded'
-  assert 'two factors changed at once' in confounded.cells()[2]
+  # Two of the four KL x eps variants only: no verdict on which sets the
+  # slope, and the row says what is missing.
+  factors = claims['interp16: the KL direction, not the eps stop, sets the '
+                   'slope of PonderNet\'s halting steps']
+  assert factors.verdict.label == 'not recorded'
+  assert 'needs the four variants' in factors.cells()[2]
   assert label('ACT\'s own binary') == 'not reproduced'
   assert '1 of 3 seeds below 5% sequence error' in claims[next(
       c for c in claims if c.startswith('ACT\'s own binary'))].here
@@ -263,3 +264,42 @@ def test_outputs_show_the_verification_status():
 def test_the_page_types_no_result():
   page = pathlib.Path(__file__).parents[1] / 'docs/results/family.md'
   assert papers_results.typed_results(page.read_text()) == []
+
+
+def test_one_factor_claims_separate_the_kl_direction_from_the_eps_stop():
+  # Slopes: the stop off steepens under both directions; the direction
+  # changes nothing (one seed of each pair ties).
+  slopes = {'pondernet_paper': (0.10, 0.11, 0.12),
+            'pondernet_paper_noeps': (0.50, 0.52, 0.51),
+            'pondernet_reverse_eps': (0.10, 0.13, 0.11),
+            'pondernet_reverse': (0.51, 0.50, 0.52)}
+  groups = {}
+  for variant, values in slopes.items():
+    name = f'interp16_{variant}'
+    groups[f'family/{name}'] = [
+        _record(name, s, _parity('pondernet', s, 0.999, slope=v))
+        for s, v in enumerate(values)]
+  claims = {c.claim.split(':')[1].split('steepens')[0].strip(): c.verdict
+            for c in conclusions.conclusion_claims(groups)
+            if c.claim.startswith('interp16: ') and 'steepens' in c.claim}
+  assert claims['turning the eps stop off (the paper\'s KL)'].label == 'holds'
+  assert claims['turning the eps stop off (reverse KL)'].label == 'holds'
+  assert claims['reversing the KL (eps stop on)'].label != 'holds'
+  assert claims['reversing the KL (eps stop off)'].label != 'holds'
+  # Without the four variants: no verdict.
+  del groups['family/interp16_pondernet_paper_noeps']
+  rows = [c for c in conclusions.conclusion_claims(groups)
+          if c.claim.startswith('interp16: the KL direction')]
+  assert rows[0].verdict.label == 'not recorded'
+
+
+def test_best_on_training_range_picks_by_the_training_range_only():
+  groups = {}
+  for name, train in (('extrap16_act_tau1e-3', 0.99),
+                      ('extrap16_act_tau1e-2', 0.7)):
+    groups[f'family/{name}'] = [
+        _record(name, s, _parity('act', s, train)) for s in range(3)]
+  assert conclusions.best_on_training_range(groups, 'extrap16', 'act') == (
+      'extrap16_act_tau1e-3')
+  assert conclusions.best_on_training_range(groups, 'extrap16',
+                                            'pondernet') is None
