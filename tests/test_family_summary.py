@@ -303,3 +303,16 @@ def test_best_on_training_range_picks_by_the_training_range_only():
       'extrap16_act_tau1e-3')
   assert conclusions.best_on_training_range(groups, 'extrap16',
                                             'pondernet') is None
+
+
+def test_equal_compute_reads_the_curve_within_the_budget():
+  curve = [{'step': s, 'training_range_accuracy': a}
+           for s, a in ((5, 0.6), (10, 0.9))]
+  repeat = {'method': 'repeat', 'train_cap': 2, 'updates': 10,
+            'curve': curve, 'grid': 'rho=2'}
+  act = {'method': 'act', 'train_steps': 4.0, 'updates': 10, 'curve': curve,
+         'grid': 'tau=0.01'}
+  assert summary.compute_budget([repeat, act]) == 20.0
+  assert summary.equal_compute(repeat, 20.0) == 0.9
+  assert summary.equal_compute(act, 20.0) == 0.6     # 5 updates x 4 steps
+  assert summary.equal_compute(act, 10.0) is None

@@ -133,7 +133,8 @@ def parity_rows(runs: Sequence[Mapping[str, Any]]) -> list[dict]:
   ``last_step_mass`` (None for the others); ``train_state`` and
   ``test_state`` (:func:`solved` on ``eval_vectors`` held-out vectors);
   ``train_steps`` (steps per input in training), ``train_cap`` and
-  ``eval_cap`` (the most steps an input may take in each).
+  ``eval_cap`` (the most steps an input may take in each); ``updates`` and
+  ``curve`` (the record's evaluations, for :func:`equal_compute`).
   """
   rows = []
   for run in runs:
@@ -156,8 +157,42 @@ def parity_rows(runs: Sequence[Mapping[str, Any]]) -> list[dict]:
         'train_state': solved(train, vectors),
         'test_state': solved(run.get('accuracy'), vectors),
         'train_steps': (run.get('train') or {}).get('steps'),
+        'updates': run.get('updates'), 'curve': run.get('curve') or [],
         **_caps(run['method'], run.get('model', {}))})
   return rows
+
+
+def _steps_per_update(row: Mapping[str, Any]) -> float | None:
+  """Steps per training input: the RNN's one, Repeat-RNN's rho, what ACT
+  and PonderNet took in training (their last interval's mean)."""
+  if row['method'] in ('act', 'pondernet'):
+    return row.get('train_steps')
+  return row.get('train_cap')
+
+
+def compute_budget(rows: Sequence[Mapping[str, Any]]) -> float | None:
+  """The smallest training compute, in steps per input times updates,
+  that any configuration of an adaptive method spent in one setup (the
+  mean over its seeds): every method is compared at this budget too."""
+  totals = []
+  for (method, _), members in _groups_of(rows).items():
+    costs = [_steps_per_update(m) * m['updates'] for m in members
+             if method != 'rnn' and _steps_per_update(m) and m['updates']]
+    if costs:
+      totals.append(statistics.fmean(costs))
+  return min(totals) if totals else None
+
+
+def equal_compute(row: Mapping[str, Any], budget: float) -> float | None:
+  """The training-range accuracy at the last evaluation whose compute
+  (step times the run's steps per training input, taken as constant) is
+  within ``budget``; None when the first evaluation is past it."""
+  cost = _steps_per_update(row)
+  if not cost:
+    return None
+  within = [p for p in row['curve'] if p['step'] * cost <= budget
+            and p.get('training_range_accuracy') is not None]
+  return within[-1]['training_range_accuracy'] if within else None
 
 
 def _caps(method: str, model: Mapping[str, Any]) -> dict:
@@ -204,11 +239,17 @@ def parity_table(rows: Sequence[Mapping[str, Any]]) -> str:
   with none, "not judged". Then the steps per input at inference, the
   multiplications per input, the seconds per update and, for PonderNet,
   the sampled rule's accuracy and the halting mass the step cap holds.
+  Beside the training range, its accuracy at equal compute
+  (:func:`equal_compute` at :func:`compute_budget`).
   """
   groups = _groups_of(rows)
   extrapolation = any(r['setting'] == 'extrapolation' for r in rows)
+  budget = compute_budget(rows)
   header = ['method', 'grid', 'seeds', 'training range',
             f'solved / undecided / not (Wilson, {SOLVED:g})']
+  if budget:
+    header.append(f'training range at equal compute ({budget / 1e3:.0f}k '
+                  'updates x steps per input)')
   header += ['test range (solved seeds)'] if extrapolation else []
   header += ['steps', 'mults / input', 'ms / update', 'sampled rule',
              'mass at cap']
@@ -218,6 +259,8 @@ def parity_table(rows: Sequence[Mapping[str, Any]]) -> str:
     line = [method, grid or '-', len(members),
             _mean_std(m['training_range_accuracy'] for m in members),
             solved_counts([m['train_state'] for m in members])]
+    if budget:
+      line.append(_mean_std(equal_compute(m, budget) for m in members))
     if extrapolation:
       line.append(_mean_std(m['accuracy'] for m in good) if good
                   else 'not judged: training range not learned')
@@ -386,7 +429,8 @@ def runs_from_records(groups: Mapping[str, Sequence[Mapping[str, Any]]]
     for record in groups[name]:
       if record.get('results'):
         runs.append({**record['results'], 'run': record['path'],
-                     'group': name, 'eval_vectors': eval_vectors(record)})
+                     'group': name, 'eval_vectors': eval_vectors(record),
+                     'curve': record.get('curve') or []})
   return runs
 
 
