@@ -408,9 +408,16 @@ def restore_latest_params(experiment: Experiment, config: TrainConfig,
                           workdir) -> tuple[int, Any]:
   """``(step, params)`` of the latest checkpoint a run in ``workdir`` saved.
 
-  ``config`` must describe the optimizer the run trained with (its state is
-  part of the checkpoint's structure); the steps and evaluation settings do
-  not matter.
+  Args:
+    experiment: the run's :class:`Experiment`: its ``init`` gives the
+      structure, shapes and dtypes the checkpoint is restored into (a
+      binary's run is rebuilt by calling the binary's own task builder with
+      the flags in ``<workdir>/flags.json``).
+    config: the optimizer the run trained with (its state is part of the
+      checkpoint's structure); the steps and evaluation settings do not
+      matter.
+    workdir: the run's workdir (the checkpoints are under
+      ``<workdir>/checkpoints``).
 
   Raises:
     ValueError: ``workdir`` holds no checkpoint.
@@ -676,12 +683,30 @@ def _train_loop(experiment: Experiment, config: TrainConfig, state, start,
   return state
 
 
+def _summary_label(key: str) -> str:
+  """A metric's line in the end-of-run summary: which data it is on."""
+  if key == 'steps_per_sec':
+    return 'steps/s (last interval)'
+  if key.startswith('train_'):
+    return f'train {key[len("train_"):]} (last interval)'
+  return f'held-out {key}'
+
+
+def _summary_value(key: str, value: float) -> str:
+  # Rates are fractions in metrics.jsonl; the docs quote them as percentages.
+  if (key.endswith(('error', 'accuracy')) and math.isfinite(value)
+      and 0 <= value <= 1):
+    return f'{value:.4g} ({100 * value:.2f}%)'
+  return f'{value:.4g}'
+
+
 def _print_summary(config, start, final_step, elapsed, devices, metrics,
                    workdir) -> None:
   rows = {'steps': f'{start} -> {final_step}',
           'wall time': f'{elapsed:.1f} s',
           'devices': f'{devices} x {jax.default_backend()}'}
-  rows.update({k: f'{v:.4g}' for k, v in metrics.items()})
+  rows.update({_summary_label(k): _summary_value(k, v)
+               for k, v in metrics.items()})
   rows['workdir'] = str(workdir)
   print(summary_table(rows, title=config.desc), flush=True)
 
