@@ -482,3 +482,13 @@ def test_gradient_wrt_every_halting_activation_is_eq_19_and_20():
                                  err_msg=f'example {b}, n={n + 1}')
     checked += big_n - 1
   assert checked >= 4   # enough n < N(t) activations were exercised
+
+
+def test_a_nan_row_halts_at_once_with_a_finite_ponder():
+  # Documented in act.adaptive: NaN shows in the output, not the ponder.
+  cell = act.adaptive(cells.elman(8), output_size=1, max_steps=10)
+  params = cell.init(jax.random.key(0), input_size=3)
+  x = jnp.ones((2, 3)).at[0, 0].set(jnp.nan)
+  _, out = cell.apply(params, cell.initial_state(2), x)
+  assert np.isnan(out.output[0, 0]) and np.isfinite(out.output[1, 0])
+  assert float(out.ponder[0]) == 2.0 and int(out.steps[0]) == 1

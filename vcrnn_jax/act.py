@@ -263,6 +263,11 @@ def adaptive(
     A :class:`vcrnn_jax.Cell` whose state is the wrapped cell's state and whose
     ``apply`` returns ``(state, ACTOutput)``.
 
+  A row whose input or state holds a NaN halts at its first step (a NaN
+  halting probability fails the continue test of Eq. 7), so its ``ponder``
+  is a finite 2 (N = 1, R = 1) while its ``output`` is NaN: look for NaN in
+  the outputs or the loss, not in the ponder.
+
   Example (the paper's parity network, Elman 128 on 64 bits, at width 16):
 
     >>> import jax, jax.numpy as jnp, optax
