@@ -1,7 +1,5 @@
 """Row compaction: the bucket ladders, the partition, gather and scatter."""
 
-import warnings
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -89,21 +87,3 @@ def test_compact_rows_must_be_none_or_a_positive_int():
       compaction.check_compact_rows(bad)
     with pytest.raises(ValueError, match='compact_rows must be a positive'):
       compaction.bucket_sizes(4, bad)
-
-
-def test_a_deprecated_bucket_count_is_rows_of_the_batch():
-  with pytest.warns(DeprecationWarning, match=r'old is deprecated; pass '
-                    r'compact_rows.*old=g is compact_rows=ceil\(batch / g\)'):
-    count = compaction.deprecated_bucket_count('owner', 'old', 3, None)
-  assert compaction.rows_per_bucket(7, count) == 3
-  assert compaction.bucket_sizes(7, count) == (3, 6, 7)
-  with pytest.warns(DeprecationWarning):
-    one = compaction.deprecated_bucket_count('owner', 'old', 1, None)
-  assert compaction.bucket_sizes(7, one) == (7,)
-  with warnings.catch_warnings():
-    warnings.simplefilter('error')
-    assert compaction.deprecated_bucket_count('owner', 'old', None, 5) == 5
-  with pytest.raises(ValueError, match='pass compact_rows only'):
-    compaction.deprecated_bucket_count('owner', 'old', 2, 3)
-  with pytest.raises(ValueError, match='old must be a positive'):
-    compaction.deprecated_bucket_count('owner', 'old', 0, None)

@@ -147,21 +147,44 @@ def test_flax_constructor_calls_work_unchanged():
   linen.Elman(4, jax.nn.relu, residual=True, dtype=BF16)
 
 
-def test_recurrent_init_is_a_deprecated_alias():
+def test_recurrent_kernel_init_is_the_one_name():
+  """Every cell with a recurrent kernel (the flax cells, RHN, VC) and its
+  Linen and NNX modules take ``recurrent_kernel_init``, flax's name; the
+  old ``recurrent_init`` is an unknown keyword."""
   ones = jax.nn.initializers.ones
-  with pytest.warns(DeprecationWarning, match='use recurrent_kernel_init'):
-    cell = cells.gru(H, recurrent_init=ones)
-  np.testing.assert_array_equal(
-      cell.init(jax.random.key(0), D)['recurrent_kernel'], 1.0)
-  with pytest.warns(DeprecationWarning, match='nnx.LSTM: recurrent_init'):
-    module = vnnx.LSTM(D, H, recurrent_init=ones, rngs=nnx.Rngs(0))
-  np.testing.assert_array_equal(module.recurrent_kernel[...], 1.0)
-  with pytest.warns(DeprecationWarning, match='linen.Elman: recurrent_init'):
-    assert linen.Elman(H, recurrent_init=ones).recurrent_kernel_init is ones
-  with pytest.raises(TypeError, match='pass recurrent_kernel_init only'):
-    cells.lstm(H, recurrent_init=ones, recurrent_kernel_init=ones)
-  # The old name is not an option of its own (the registry lists options).
-  assert 'recurrent_init' not in inspect.signature(cells.lstm).parameters
+  factories = [lambda **kw: cells.elman(H, **kw),
+               lambda **kw: cells.gru(H, **kw),
+               lambda **kw: cells.lstm(H, **kw),
+               lambda **kw: rehn.rhn(H, 2, **kw),
+               lambda **kw: rehn.srhn(H, 2, **kw),
+               lambda **kw: rehn.srehn(H, 2, **kw),
+               lambda **kw: rehn.ei_rehn(H, 3, 2, **kw),
+               lambda **kw: vc.vcrnn(H, **kw),
+               lambda **kw: vc.vcgru(H, **kw)]
+  for factory in factories:
+    params = factory(recurrent_kernel_init=ones).init(jax.random.key(0), D)
+    np.testing.assert_array_equal(params['recurrent_kernel'], 1.0)
+    with pytest.raises(TypeError, match="keyword argument 'recurrent_init'"
+                       ) as excinfo:
+      factory(recurrent_init=ones)
+    _one_line(excinfo)
+  r = nnx.Rngs(0)
+  modules = [lambda **kw: vnnx.LSTM(D, H, rngs=r, **kw),
+             lambda **kw: vnnx.SRHN(D, H, 2, rngs=r, **kw),
+             lambda **kw: vnnx.EIREHN(D, H, 2, rngs=r, **kw),
+             lambda **kw: vnnx.VCGRU(D, H, rngs=r, **kw)]
+  for module in modules:
+    np.testing.assert_array_equal(
+        module(recurrent_kernel_init=ones).recurrent_kernel[...], 1.0)
+    with pytest.raises(TypeError, match="keyword argument 'recurrent_init'"):
+      module(recurrent_init=ones)
+  for module in (linen.Elman, linen.RHN, linen.EIREHN, linen.VCRNN):
+    assert 'recurrent_init' not in module.__dataclass_fields__
+    assert 'recurrent_kernel_init' in module.__dataclass_fields__
+  built = linen.RHN(H, 2, recurrent_kernel_init=ones)
+  assert built.recurrent_kernel_init is ones
+  with pytest.raises(TypeError, match="keyword argument 'recurrent_init'"):
+    linen.Elman(H, recurrent_init=ones)
 
 
 # ----------------------------------------------------------------------------

@@ -371,18 +371,12 @@ def test_compact_rows_run_the_cell_on_the_updating_rows_only():
   assert computed[None] == batch * (k > 0).sum()
 
 
-def test_row_buckets_is_a_deprecated_alias_of_compact_rows():
-  inner = cells.elman(H, param_dtype=jnp.float64)
-  params = _spread(skip.skip(inner).init(jax.random.key(0), D))
-  with pytest.warns(DeprecationWarning, match='row_buckets is deprecated; '
-                    'pass compact_rows'):
-    old = skip.skip(inner, hard=True, row_buckets=2)   # 5 rows: buckets of 3
-  new = skip.skip(inner, hard=True, compact_rows=3)
-  run = lambda c: jax.jit(lambda p: unroll(c, p, c.initial_state(5),
-                                           _xs(5)))(params)
-  chex.assert_trees_all_equal(run(old), run(new))
-  with pytest.raises(ValueError, match='pass compact_rows only'):
-    skip.skip(inner, hard=True, row_buckets=2, compact_rows=3)
+def test_compact_rows_is_the_one_name_of_the_batching():
+  # row_buckets, a count of buckets, is gone: compact_rows counts rows.
+  with pytest.raises(TypeError, match="keyword argument 'row_buckets'"
+                     ) as excinfo:
+    skip.skip(cells.elman(H), hard=True, row_buckets=2)
+  assert '\n' not in str(excinfo.value)
 
 
 def test_act_around_skip_and_skip_around_act():
@@ -455,8 +449,6 @@ def test_bad_arguments():
   for bad in (0, 1.5, True):
     with pytest.raises(ValueError, match='compact_rows must be a positive'):
       skip.skip(cells.elman(H), hard=True, compact_rows=bad)
-    with pytest.raises(ValueError, match='row_buckets must be a positive'):
-      skip.skip(cells.elman(H), hard=True, row_buckets=bad)
   cell = skip.skip(cells.elman(H))
   with pytest.raises(ValueError, match='batch_size must be a positive'):
     cell.initial_state(0)

@@ -513,18 +513,14 @@ def test_hard_is_the_partial_update_of_its_rounded_size(name, block_sizes,
 
 
 @pytest.mark.parametrize('name', ['vcrnn', 'vcgru'])
-def test_batch_groups_is_a_deprecated_alias_of_compact_rows(name):
-  _, params = _params(name, 5, seed=3)
-  h0 = jax.random.normal(jax.random.key(1), (7, H), jnp.float64)
-  x = jax.random.normal(jax.random.key(2), (7, 5), jnp.float64) * 2
-  with pytest.warns(DeprecationWarning, match='batch_groups is deprecated; '
-                    'pass compact_rows'):
-    old = FACTORIES[name](H, hard=True, batch_groups=3,
-                          param_dtype=jnp.float64)   # 7 rows: buckets of 3
-  new = FACTORIES[name](H, hard=True, compact_rows=3, param_dtype=jnp.float64)
-  run = lambda c: jax.jit(c.apply)(
-      params, c.initial_state(7)._replace(h=h0), x)
-  chex.assert_trees_all_equal(run(old), run(new))
+def test_compact_rows_is_the_one_name_of_the_batching(name):
+  # batch_groups, a count of buckets, is gone: compact_rows counts rows.
+  with pytest.raises(TypeError, match="keyword argument 'batch_groups'"
+                     ) as excinfo:
+    FACTORIES[name](H, hard=True, batch_groups=3)
+  assert '\n' not in str(excinfo.value)
+  with pytest.raises(ValueError, match='compact_rows must be a positive'):
+    FACTORIES[name](H, hard=True, compact_rows=0)
 
 
 # ----------------------------------------------------------------------------

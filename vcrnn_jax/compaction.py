@@ -50,8 +50,7 @@ An int ``m`` gives the bucket sizes, from one of two ladders:
 2
 """
 
-from typing import Any, NamedTuple
-import warnings
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -61,61 +60,19 @@ from vcrnn_jax.core import check_positive_int
 PyTree = Any
 
 
-class _BucketCount(NamedTuple):
-  """A deprecated bucket count: ``count`` buckets over whatever the batch
-  is (:func:`deprecated_bucket_count`)."""
-  count: int
-
-
-def check_compact_rows(compact_rows: Any) -> Any:
+def check_compact_rows(compact_rows: Any) -> int | None:
   """``compact_rows`` validated: None, or a positive int.
+
+  Every reader of the option (:class:`vcrnn_jax.loops.LoopConfig`,
+  :func:`vcrnn_jax.skip.skip`, :func:`vcrnn_jax.vc.vcrnn`) checks it here,
+  so all refuse the same values with the same message.
 
   Raises:
     ValueError: anything else, naming the value.
   """
-  if compact_rows is None or isinstance(compact_rows, _BucketCount):
-    return compact_rows
+  if compact_rows is None:
+    return None
   return check_positive_int('compact_rows', compact_rows)
-
-
-def deprecated_bucket_count(owner: str, name: str, value: Any,
-                            compact_rows: Any) -> Any:
-  """Reads an old per-batch bucket count (``row_buckets``, ``batch_groups``).
-
-  The old options counted buckets over the batch (``g`` buckets: sizes the
-  multiples of ``batch / g``); ``compact_rows`` names the smallest bucket in
-  rows. The count is kept for one release: it warns, and
-  :func:`rows_per_bucket` turns it into ``ceil(batch / g)`` rows once the
-  batch is known.
-
-  Returns:
-    ``compact_rows`` (validated) when ``value`` is None, else the count,
-    which :func:`bucket_sizes` and :func:`halving_sizes` take as well.
-
-  Raises:
-    ValueError: both are given, or either is not a positive int.
-  """
-  if value is None:
-    return check_compact_rows(compact_rows)
-  if compact_rows is not None:
-    raise ValueError(
-        f'{owner}: pass compact_rows only ({name} is its deprecated '
-        f'alias), got {name}={value!r} and compact_rows={compact_rows!r}.')
-  count = check_positive_int(name, value)
-  warnings.warn(
-      f'{owner}: {name} is deprecated; pass compact_rows, the smallest '
-      f'bucket in rows ({name}=g is compact_rows=ceil(batch / g)).',
-      DeprecationWarning, stacklevel=3)
-  return _BucketCount(count)
-
-
-def rows_per_bucket(batch: int, compact_rows: Any) -> int | None:
-  """``compact_rows`` for a batch of ``batch`` rows (a deprecated count of
-  ``g`` buckets is ``ceil(batch / g)`` rows)."""
-  compact_rows = check_compact_rows(compact_rows)
-  if isinstance(compact_rows, _BucketCount):
-    return -(-batch // compact_rows.count)
-  return compact_rows
 
 
 def bucket_sizes(batch: int, compact_rows: int | None) -> tuple[int, ...]:
@@ -125,7 +82,7 @@ def bucket_sizes(batch: int, compact_rows: int | None) -> tuple[int, ...]:
   bucket, the whole batch.
   """
   batch = check_positive_int('batch', batch)
-  compact_rows = rows_per_bucket(batch, compact_rows)
+  compact_rows = check_compact_rows(compact_rows)
   if compact_rows is None or compact_rows >= batch:
     return (batch,)
   return tuple(min(b * compact_rows, batch)
@@ -140,7 +97,7 @@ def halving_sizes(batch: int, compact_rows: int | None) -> tuple[int, ...]:
   ``(batch,)`` when ``compact_rows`` is None.
   """
   batch = check_positive_int('batch', batch)
-  compact_rows = rows_per_bucket(batch, compact_rows)
+  compact_rows = check_compact_rows(compact_rows)
   sizes = [batch]
   if compact_rows is None:
     return tuple(sizes)

@@ -13,6 +13,12 @@ module used on its own that is ``variables['params']['cell']``; inside
 ``flax.linen.RNN`` (or :class:`RNN`), which names its cell submodule
 ``'cell'`` too, it is ``variables['params']['cell']['cell']``.
 
+That param is why a wrapper (:class:`ACT`, :class:`PonderNet`,
+:class:`Repeat`, :class:`Skip`) holds the module it wraps in a field named
+``inner`` where the pure API and :mod:`vcrnn_jax.nnx` say ``cell``: Linen
+names a module held in a field after the field, and a submodule ``'cell'``
+beside the param ``'cell'`` is a ``flax.errors.NameInUseError``.
+
 Every module takes every option of its factory (initialisers, ``param_dtype``,
 dropout, loop settings) as a field, with the factory's default (read from its
 signature). :class:`Elman`, :class:`GRU` and :class:`LSTM` take the fields of
@@ -100,15 +106,6 @@ def _draw_carry(carry_init: Initializer | None, rng: jax.Array,
       treedef, [carry_init(k, a.shape, a.dtype) for k, a in zip(keys, leaves)])
 
 
-def _flax_names(cls: type) -> type:
-  """``cls`` also accepts ``recurrent_init``, flax's
-  ``recurrent_kernel_init`` under its deprecated name."""
-  cls.__init__ = _common.renamed_arguments(
-      f'linen.{cls.__name__}', recurrent_init='recurrent_kernel_init')(
-          cls.__init__)
-  return cls
-
-
 class CellModule(nn.RNNCellBase):
   """Wraps any :class:`vcrnn_jax.Cell`; subclasses only build the cell."""
 
@@ -192,7 +189,6 @@ class CellModule(nn.RNNCellBase):
     return 1
 
 
-@_flax_names
 class Elman(CellModule):
   """:func:`vcrnn_jax.cells.elman` as a flax module (VCRNN paper Eq. 3).
 
@@ -218,7 +214,6 @@ class Elman(CellModule):
     return cells.elman(self.features, **_options(self, cells.elman))
 
 
-@_flax_names
 class GRU(CellModule):
   """:func:`vcrnn_jax.cells.gru` as a flax module (VCRNN paper Eq. 4-6).
 
@@ -243,7 +238,6 @@ class GRU(CellModule):
     return cells.gru(self.features, **_options(self, cells.gru))
 
 
-@_flax_names
 class LSTM(CellModule):
   """:func:`vcrnn_jax.cells.lstm` as a flax module (EI-REHN paper Eq. 3-5).
 
@@ -293,7 +287,7 @@ class RHN(CellModule):
   input_dropout: float = _RHN.input_dropout
   state_dropout: float = _RHN.state_dropout
   kernel_init: Initializer = _RHN.kernel_init
-  recurrent_init: Initializer = _RHN.recurrent_init
+  recurrent_kernel_init: Initializer = _RHN.recurrent_kernel_init
   param_dtype: Any = _RHN.param_dtype
 
   @nn.nowrap
@@ -314,7 +308,7 @@ class SREHN(CellModule):
   state_dropout: float = _SREHN.state_dropout
   loop: loops.LoopConfig | str = _SREHN.loop
   kernel_init: Initializer = _SREHN.kernel_init
-  recurrent_init: Initializer = _SREHN.recurrent_init
+  recurrent_kernel_init: Initializer = _SREHN.recurrent_kernel_init
   param_dtype: Any = _SREHN.param_dtype
 
   @nn.nowrap
@@ -339,7 +333,7 @@ class EIREHN(CellModule):
   state_dropout: float = _EIREHN.state_dropout
   loop: loops.LoopConfig | str = _EIREHN.loop
   kernel_init: Initializer = _EIREHN.kernel_init
-  recurrent_init: Initializer = _EIREHN.recurrent_init
+  recurrent_kernel_init: Initializer = _EIREHN.recurrent_kernel_init
   param_dtype: Any = _EIREHN.param_dtype
   hyper_size: int | None = None
   hyper_init: Initializer = _EIREHN.hyper_init
@@ -365,9 +359,8 @@ class VCRNN(CellModule):
   hard: bool = _VCRNN.hard
   block_sizes: Any = _VCRNN.block_sizes
   compact_rows: int | None = _VCRNN.compact_rows
-  batch_groups: int | None = _VCRNN.batch_groups
   kernel_init: Initializer = _VCRNN.kernel_init
-  recurrent_init: Initializer = _VCRNN.recurrent_init
+  recurrent_kernel_init: Initializer = _VCRNN.recurrent_kernel_init
   bias_init: Initializer = _VCRNN.bias_init
   param_dtype: Any = _VCRNN.param_dtype
 
@@ -387,9 +380,8 @@ class VCGRU(CellModule):
   hard: bool = _VCGRU.hard
   block_sizes: Any = _VCGRU.block_sizes
   compact_rows: int | None = _VCGRU.compact_rows
-  batch_groups: int | None = _VCGRU.batch_groups
   kernel_init: Initializer = _VCGRU.kernel_init
-  recurrent_init: Initializer = _VCGRU.recurrent_init
+  recurrent_kernel_init: Initializer = _VCGRU.recurrent_kernel_init
   bias_init: Initializer = _VCGRU.bias_init
   param_dtype: Any = _VCGRU.param_dtype
 
@@ -600,7 +592,6 @@ class Skip(CellModule):
   features: Callable[[Any, jax.Array], jax.Array] | None = _SKIP.features
   hard: bool = _SKIP.hard
   compact_rows: int | None = _SKIP.compact_rows
-  row_buckets: int | None = _SKIP.row_buckets
   kernel_init: Initializer = _SKIP.kernel_init
   param_dtype: Any = _SKIP.param_dtype
 

@@ -571,14 +571,6 @@ class CellModule(nnx.RNNCellBase):
 # The baseline cells.
 
 
-def _flax_names(init: Callable) -> Callable:
-  """``init`` also accepts ``recurrent_init``, flax's
-  ``recurrent_kernel_init`` under its deprecated name."""
-  owner = 'nnx.' + init.__qualname__.removesuffix('.__init__')
-  return _common.renamed_arguments(
-      owner, recurrent_init='recurrent_kernel_init')(init)
-
-
 class _FlaxCell(CellModule):
   """A module with the constructor of a ``flax.nnx`` cell.
 
@@ -621,7 +613,6 @@ class Elman(_FlaxCell):
     ys = nnx.RNN(cell)(jnp.ones((2, 5, 4)))         # (2, 5, 8)
   """
 
-  @_flax_names
   def __init__(
       self, in_features: int, hidden_features: int, *,
       dtype: Any = _ELMAN.dtype,
@@ -666,7 +657,6 @@ class GRU(_FlaxCell):
     carry, h = cell(cell.initialize_carry((2, 4)), jnp.ones((2, 4)))
   """
 
-  @_flax_names
   def __init__(
       self, in_features: int, hidden_features: int, *,
       gate_fn: Callable[[jax.Array], jax.Array] = _GRU.gate_fn,
@@ -711,7 +701,6 @@ class LSTM(_FlaxCell):
     ys = nnx.RNN(cell)(jnp.ones((2, 5, 4)))         # (2, 5, 8)
   """
 
-  @_flax_names
   def __init__(
       self, in_features: int, hidden_features: int, *,
       gate_fn: Callable[[jax.Array], jax.Array] = _LSTM.gate_fn,
@@ -776,7 +765,7 @@ class RHN(CellModule):
       input_dropout: float = _RHN.input_dropout,
       state_dropout: float = _RHN.state_dropout,
       kernel_init: Initializer = _RHN.kernel_init,
-      recurrent_init: Initializer = _RHN.recurrent_init,
+      recurrent_kernel_init: Initializer = _RHN.recurrent_kernel_init,
       param_dtype: Any = _RHN.param_dtype,
       deterministic: bool = False, rngs: nnx.Rngs):
     self.hidden_features = hidden_features
@@ -805,14 +794,14 @@ class SRHN(RHN):
       input_dropout: float = _SRHN.input_dropout,
       state_dropout: float = _SRHN.state_dropout,
       kernel_init: Initializer = _SRHN.kernel_init,
-      recurrent_init: Initializer = _SRHN.recurrent_init,
+      recurrent_kernel_init: Initializer = _SRHN.recurrent_kernel_init,
       param_dtype: Any = _SRHN.param_dtype,
       deterministic: bool = False, rngs: nnx.Rngs):
     super().__init__(
         in_features, hidden_features, depth, shared=True, coupled=coupled,
         transform_bias=transform_bias, input_dropout=input_dropout,
         state_dropout=state_dropout, kernel_init=kernel_init,
-        recurrent_init=recurrent_init, param_dtype=param_dtype,
+        recurrent_kernel_init=recurrent_kernel_init, param_dtype=param_dtype,
         deterministic=deterministic, rngs=rngs)
 
 
@@ -845,7 +834,7 @@ class SREHN(_Elastic):
       state_dropout: float = _SREHN.state_dropout,
       loop: loops.LoopConfig | str = _SREHN.loop,
       kernel_init: Initializer = _SREHN.kernel_init,
-      recurrent_init: Initializer = _SREHN.recurrent_init,
+      recurrent_kernel_init: Initializer = _SREHN.recurrent_kernel_init,
       param_dtype: Any = _SREHN.param_dtype,
       deterministic: bool = False, rngs: nnx.Rngs):
     self.hidden_features = hidden_features
@@ -881,7 +870,7 @@ class EIREHN(_Elastic):
       state_dropout: float = _EIREHN.state_dropout,
       loop: loops.LoopConfig | str = _EIREHN.loop,
       kernel_init: Initializer = _EIREHN.kernel_init,
-      recurrent_init: Initializer = _EIREHN.recurrent_init,
+      recurrent_kernel_init: Initializer = _EIREHN.recurrent_kernel_init,
       hyper_init: Initializer = _EIREHN.hyper_init,
       param_dtype: Any = _EIREHN.param_dtype,
       deterministic: bool = False, rngs: nnx.Rngs):
@@ -953,9 +942,8 @@ class VCRNN(_VC):
       hard: bool = _VCRNN.hard,
       block_sizes: Any = _VCRNN.block_sizes,
       compact_rows: int | None = _VCRNN.compact_rows,
-      batch_groups: int | None = _VCRNN.batch_groups,
       kernel_init: Initializer = _VCRNN.kernel_init,
-      recurrent_init: Initializer = _VCRNN.recurrent_init,
+      recurrent_kernel_init: Initializer = _VCRNN.recurrent_kernel_init,
       bias_init: Initializer = _VCRNN.bias_init,
       param_dtype: Any = _VCRNN.param_dtype,
       deterministic: bool = False, rngs: nnx.Rngs):
@@ -979,9 +967,8 @@ class VCGRU(_VC):
       hard: bool = _VCGRU.hard,
       block_sizes: Any = _VCGRU.block_sizes,
       compact_rows: int | None = _VCGRU.compact_rows,
-      batch_groups: int | None = _VCGRU.batch_groups,
       kernel_init: Initializer = _VCGRU.kernel_init,
-      recurrent_init: Initializer = _VCGRU.recurrent_init,
+      recurrent_kernel_init: Initializer = _VCGRU.recurrent_kernel_init,
       bias_init: Initializer = _VCGRU.bias_init,
       param_dtype: Any = _VCGRU.param_dtype,
       deterministic: bool = False, rngs: nnx.Rngs):
@@ -1252,7 +1239,6 @@ class Skip(CellModule):
       features: Callable[[Any, jax.Array], jax.Array] | None = _SKIP.features,
       hard: bool = _SKIP.hard,
       compact_rows: int | None = _SKIP.compact_rows,
-      row_buckets: int | None = _SKIP.row_buckets,
       kernel_init: Initializer = _SKIP.kernel_init,
       param_dtype: Any = _SKIP.param_dtype,
       deterministic: bool = False, rngs: nnx.Rngs):

@@ -157,7 +157,7 @@ def _check_depth_args(depth, coupled, transform_bias, input_dropout,
 
 def _fixed_depth_cell(name, hidden_size, depth, shared, coupled,
                       transform_bias, input_dropout, state_dropout,
-                      kernel_init, recurrent_init, param_dtype) -> Cell:
+                      kernel_init, recurrent_kernel_init, param_dtype) -> Cell:
   """:func:`rhn` (``shared=False``) and :func:`srhn` (``shared=True``)."""
   hidden_size = check_positive_int('hidden_size', hidden_size)
   depth, transform_bias, input_dropout, state_dropout = _check_depth_args(
@@ -170,8 +170,8 @@ def _fixed_depth_cell(name, hidden_size, depth, shared, coupled,
     input_size = _common.check_input_size(input_size)
     k_in, k_rec = jax.random.split(key)
     layers = 1 if shared else depth
-    kernels = [_common.stacked_recurrent_init(recurrent_init, k, hidden_size,
-                                              blocks, param_dtype)
+    kernels = [_common.stacked_recurrent_init(recurrent_kernel_init, k,
+                                              hidden_size, blocks, param_dtype)
                for k in jax.random.split(k_rec, layers)]
     bias = _gate_biases(hidden_size, bias_blocks, param_dtype)
     return {
@@ -225,7 +225,7 @@ def rhn(
     input_dropout: float = 0.0,
     state_dropout: float = 0.0,
     kernel_init: _common.Initializer = _common.default_kernel_init,
-    recurrent_init: _common.Initializer = _common.default_recurrent_init,
+    recurrent_kernel_init: _common.Initializer = _common.default_recurrent_init,
     param_dtype: Any = jnp.float32,
 ) -> Cell:
   r"""Recurrent Highway Network of fixed depth ``R`` (EI-REHN Eq. 6-8).
@@ -274,8 +274,8 @@ def rhn(
     input_dropout: dropout rate on ``x_t`` (Zilly et al. PTB: 0.25).
     state_dropout: dropout rate on ``h_t^{r-1}`` (Zilly et al. PTB: 0.25).
     kernel_init: initialiser of the input columns.
-    recurrent_init: initialiser of each ``[hidden_size, hidden_size]`` block
-      of the recurrent columns.
+    recurrent_kernel_init: initialiser of each ``[hidden_size,
+      hidden_size]`` block of the recurrent columns.
     param_dtype: dtype of the params and of the computation.
 
   Example::
@@ -287,7 +287,7 @@ def rhn(
   .. warning:: Zilly et al. initialise every weight uniformly in
     ``[-0.04, 0.04]``; the defaults here are flax's (LeCun-normal input
     blocks, orthogonal recurrent blocks, one block per gate). Pass
-    ``kernel_init`` and ``recurrent_init`` to match them.
+    ``kernel_init`` and ``recurrent_kernel_init`` to match them.
 
   References:
     Zilly et al., Recurrent Highway Networks, 2017.
@@ -295,7 +295,7 @@ def rhn(
   """
   return _fixed_depth_cell('rhn', hidden_size, depth, False, coupled,
                            transform_bias, input_dropout, state_dropout,
-                           kernel_init, recurrent_init, param_dtype)
+                           kernel_init, recurrent_kernel_init, param_dtype)
 
 
 def srhn(
@@ -307,7 +307,7 @@ def srhn(
     input_dropout: float = 0.0,
     state_dropout: float = 0.0,
     kernel_init: _common.Initializer = _common.default_kernel_init,
-    recurrent_init: _common.Initializer = _common.default_recurrent_init,
+    recurrent_kernel_init: _common.Initializer = _common.default_recurrent_init,
     param_dtype: Any = jnp.float32,
 ) -> Cell:
   r"""RHN with weights shared across micro-layers (SRHN, EI-REHN Sec. 4.1).
@@ -343,7 +343,7 @@ def srhn(
   """
   return _fixed_depth_cell('srhn', hidden_size, depth, True, coupled,
                            transform_bias, input_dropout, state_dropout,
-                           kernel_init, recurrent_init, param_dtype)
+                           kernel_init, recurrent_kernel_init, param_dtype)
 
 
 # ----------------------------------------------------------------------------
@@ -499,7 +499,7 @@ def _check_elastic(transform_bias, rate_bias, alpha_init, beta_init,
 
 def _elastic_params(keys, input_size: int, d: int, *, transform_bias: float,
                     rate_bias: float, alpha_init: float, beta_init: float,
-                    kernel_init, recurrent_init, param_dtype) -> dict:
+                    kernel_init, recurrent_kernel_init, param_dtype) -> dict:
   """The params the elastic cells share (one RHN layer and the gate's)."""
   k_in, k_rec, k_ax, k_ah = keys
   full = lambda v: jnp.full((d,), v, param_dtype)
@@ -507,12 +507,12 @@ def _elastic_params(keys, input_size: int, d: int, *, transform_bias: float,
       'input_kernel': _common.stacked_init(kernel_init, k_in, input_size,
                                            d, 2, param_dtype),
       'recurrent_kernel': _common.stacked_recurrent_init(
-          recurrent_init, k_rec, d, 2, param_dtype),
+          recurrent_kernel_init, k_rec, d, 2, param_dtype),
       'bias': _gate_biases(d, (0.0, transform_bias), param_dtype),
       'elastic': {
           'input_kernel': _common.initialize(kernel_init, k_ax,
                                              (input_size, d), param_dtype),
-          'recurrent_kernel': _common.initialize(recurrent_init, k_ah,
+          'recurrent_kernel': _common.initialize(recurrent_kernel_init, k_ah,
                                                  (d, d), param_dtype),
           'bias': full(rate_bias),
           # Inverse of Eq. 13 and 12 at the initial alpha and beta.
@@ -570,7 +570,7 @@ def _elastic_cell(name: str, hidden_size: int, max_depth: int, *,
                   layer: _LayerFn, transform_bias: float, alpha_init: float,
                   beta_init: float, rate_bias: float, input_dropout: float,
                   state_dropout: float, loop: loops.LoopConfig | str,
-                  kernel_init, recurrent_init, param_dtype) -> Cell:
+                  kernel_init, recurrent_kernel_init, param_dtype) -> Cell:
   """The elastic-depth driver of :func:`srehn` and :func:`ei_rehn`.
 
   ``init_extra(key, input_size)`` adds params beside the shared ones;
@@ -594,7 +594,7 @@ def _elastic_cell(name: str, hidden_size: int, max_depth: int, *,
         (k_in, k_rec, k_ax, k_ah), input_size, d,
         transform_bias=transform_bias, rate_bias=rate_bias,
         alpha_init=alpha_init, beta_init=beta_init, kernel_init=kernel_init,
-        recurrent_init=recurrent_init, param_dtype=param_dtype)
+        recurrent_kernel_init=recurrent_kernel_init, param_dtype=param_dtype)
     params.update(init_extra(k_extra, input_size))
     return params
 
@@ -649,7 +649,7 @@ def srehn(
     state_dropout: float = 0.0,
     loop: loops.LoopConfig | str = ELASTIC_LOOP,
     kernel_init: _common.Initializer = _common.default_kernel_init,
-    recurrent_init: _common.Initializer = _common.default_recurrent_init,
+    recurrent_kernel_init: _common.Initializer = _common.default_recurrent_init,
     param_dtype: Any = jnp.float32,
 ) -> Cell:
   r"""Shared-weight RHN with the elastic gate (SREHN, EI-REHN Eq. 9-15).
@@ -725,7 +725,7 @@ def srehn(
       up to float rounding. The default, and a ``kind`` alone, keep 6
       backward-pass slots (:data:`ELASTIC_LOOP`).
     kernel_init: initialiser of the input kernels.
-    recurrent_init: initialiser of each square recurrent block.
+    recurrent_kernel_init: initialiser of each square recurrent block.
     param_dtype: dtype of the params and of the computation (the elastic
       gate is evaluated in at least float32).
 
@@ -770,11 +770,11 @@ def srehn(
       alpha_init=alpha_init, beta_init=beta_init, rate_bias=rate_bias,
       input_dropout=input_dropout, state_dropout=state_dropout, loop=loop,
       kernel_init=kernel_init,
-      recurrent_init=recurrent_init, param_dtype=param_dtype)
+      recurrent_kernel_init=recurrent_kernel_init, param_dtype=param_dtype)
 
 
 def _hyper_params(key, hidden: int, hyper_size: int, kernel_init,
-                  recurrent_init, hyper_init, param_dtype) -> dict:
+                  recurrent_kernel_init, hyper_init, param_dtype) -> dict:
   """EI-REHN's hypernetwork params (Eq. 17-21; listed in :func:`ei_rehn`)."""
   ks = jax.random.split(key, 5)
   init = lambda i, f, shape: _common.initialize(f, ks[i], shape, param_dtype)
@@ -782,7 +782,8 @@ def _hyper_params(key, hidden: int, hyper_size: int, kernel_init,
   return {
       'residual_kernel': init(0, kernel_init, (hidden, hyper_size)),
       'gate_kernel': init(1, kernel_init, (hidden, hyper_size)),
-      'recurrent_kernel': init(2, recurrent_init, (hyper_size, hyper_size)),
+      'recurrent_kernel': init(2, recurrent_kernel_init,
+                               (hyper_size, hyper_size)),
       'bias': zeros(hyper_size),
       'delta_kernel': init(3, hyper_init, (hyper_size, 2 * hidden)),
       'update_gate_kernel': init(4, hyper_init, (hyper_size, 2 * hidden)),
@@ -806,7 +807,7 @@ def ei_rehn(
     state_dropout: float = 0.0,
     loop: loops.LoopConfig | str = ELASTIC_LOOP,
     kernel_init: _common.Initializer = _common.default_kernel_init,
-    recurrent_init: _common.Initializer = _common.default_recurrent_init,
+    recurrent_kernel_init: _common.Initializer = _common.default_recurrent_init,
     hyper_init: _common.Initializer = jax.nn.initializers.normal(0.01),
     param_dtype: Any = jnp.float32,
 ) -> Cell:
@@ -908,7 +909,8 @@ def ei_rehn(
   def init_extra(key, input_size):
     del input_size  # The hypernetwork reads s and g only.
     return {'hyper': _hyper_params(key, hidden, hyper_size, kernel_init,
-                                   recurrent_init, hyper_init, param_dtype)}
+                                   recurrent_kernel_init, hyper_init,
+                                   param_dtype)}
 
   def prepare(params, batch):
     hp = params['hyper']
@@ -954,4 +956,4 @@ def ei_rehn(
       alpha_init=alpha_init, beta_init=beta_init, rate_bias=rate_bias,
       input_dropout=input_dropout, state_dropout=state_dropout, loop=loop,
       kernel_init=kernel_init,
-      recurrent_init=recurrent_init, param_dtype=param_dtype)
+      recurrent_kernel_init=recurrent_kernel_init, param_dtype=param_dtype)

@@ -201,7 +201,6 @@ def skip(
     compact_rows: int | None = None,
     kernel_init: Any = _common.default_kernel_init,
     param_dtype: Any = None,
-    row_buckets: int | None = None,
 ) -> Cell:
   r"""Wraps ``cell`` with Skip RNN's update gate (Skip RNN paper, Section 3).
 
@@ -294,8 +293,6 @@ def skip(
       ``flax.linen.Dense``).
     param_dtype: dtype of :math:`W_p`, :math:`b_p` and :math:`\tilde u`;
       None (default) follows the wrapped cell's params.
-    row_buckets: deprecated alias: ``row_buckets=g`` is
-      ``compact_rows=ceil(batch / g)`` (a ``DeprecationWarning``).
 
   Params: ``{'cell': <wrapped cell params>, 'update': {'kernel': [F, 1],
   'bias': [1]}}`` (:math:`W_p^T`, :math:`b_p`), ``F`` the width of the
@@ -322,8 +319,7 @@ def skip(
   """
   check_cell('skip.skip', cell)
   _check_args(cell, update_bias, features, hard)
-  compact_rows = compaction.deprecated_bucket_count(
-      'skip', 'row_buckets', row_buckets, compact_rows)
+  compact_rows = compaction.check_compact_rows(compact_rows)
   feats = features or _default_features
 
   def init(key, input_size):

@@ -558,11 +558,10 @@ _CELL_ARGS_DOC = r"""
       lot). The shells are the sizes thinned to at least
       ``min(256, D / 4)`` columns each (``SHELL_WIDTH``): fewer, wider
       matmuls, the same values.
-    kernel_init, recurrent_init, bias_init: initialisers of ``V`` (and of
-      the input projection), ``U`` and the biases, as in the cell it extends.
+    kernel_init, recurrent_kernel_init, bias_init: initialisers of ``V``
+      (and of the input projection), ``U`` and the biases, as in the cell it
+      extends.
     param_dtype: dtype of the params and the state.
-    batch_groups: deprecated alias: ``batch_groups=g`` is
-      ``compact_rows=ceil(batch / g)`` (a ``DeprecationWarning``).
 """
 
 
@@ -581,10 +580,9 @@ def vcrnn(
     block_sizes: int | Sequence[int] = 8,
     compact_rows: int | None = None,
     kernel_init: _common.Initializer = _common.default_kernel_init,
-    recurrent_init: _common.Initializer = _common.default_recurrent_init,
+    recurrent_kernel_init: _common.Initializer = _common.default_recurrent_init,
     bias_init: _common.Initializer = _common.default_bias_init,
     param_dtype: Any = jnp.float32,
-    batch_groups: int | None = None,
 ) -> Cell:
   r"""The Variable Computation RNN, Eq. 7, 11-13 (Elman based).
 
@@ -669,8 +667,7 @@ def vcrnn(
   """
   hidden_size = check_positive_int('hidden_size', hidden_size)
   sizes = _block_sizes(hidden_size, block_sizes)
-  compact_rows = compaction.deprecated_bucket_count(
-      'vcrnn', 'batch_groups', batch_groups, compact_rows)
+  compact_rows = compaction.check_compact_rows(compact_rows)
 
   def init_weights(key):
     k1, k2, k3, k4 = jax.random.split(key, 4)
@@ -678,7 +675,7 @@ def vcrnn(
         'input_kernel': _common.initialize(
             kernel_init, k1, (hidden_size, hidden_size), param_dtype),
         'recurrent_kernel': _common.initialize(
-            recurrent_init, k2, (hidden_size, hidden_size), param_dtype),
+            recurrent_kernel_init, k2, (hidden_size, hidden_size), param_dtype),
         'bias': _common.initialize(
             bias_init, k3, (hidden_size,), param_dtype),
     }, k4
@@ -721,10 +718,9 @@ def vcgru(
     block_sizes: int | Sequence[int] = 8,
     compact_rows: int | None = None,
     kernel_init: _common.Initializer = _common.default_kernel_init,
-    recurrent_init: _common.Initializer = _common.default_recurrent_init,
+    recurrent_kernel_init: _common.Initializer = _common.default_recurrent_init,
     bias_init: _common.Initializer = _common.default_bias_init,
     param_dtype: Any = jnp.float32,
-    batch_groups: int | None = None,
 ) -> Cell:
   r"""The Variable Computation GRU, Eq. 7, 11, 12, 14-16 (GRU based).
 
@@ -785,8 +781,7 @@ def vcgru(
   """
   n = hidden_size = check_positive_int('hidden_size', hidden_size)
   sizes = _block_sizes(hidden_size, block_sizes)
-  compact_rows = compaction.deprecated_bucket_count(
-      'vcgru', 'batch_groups', batch_groups, compact_rows)
+  compact_rows = compaction.check_compact_rows(compact_rows)
 
   def init_weights(key):
     k1, k2, k3, k4, k5 = jax.random.split(key, 5)
@@ -794,9 +789,9 @@ def vcgru(
         'input_kernel': _common.stacked_init(
             kernel_init, k1, n, n, 3, param_dtype),
         'recurrent_gates_kernel': _common.stacked_recurrent_init(
-            recurrent_init, k2, n, 2, param_dtype),
+            recurrent_kernel_init, k2, n, 2, param_dtype),
         'recurrent_kernel': _common.initialize(
-            recurrent_init, k3, (n, n), param_dtype),
+            recurrent_kernel_init, k3, (n, n), param_dtype),
         'bias': _common.initialize(bias_init, k4, (3 * n,), param_dtype),
     }, k5
 

@@ -1,11 +1,9 @@
 """What the cell factories share: initialisers, checks, biases, dtypes."""
 
 from collections.abc import Callable
-import functools
 import inspect
 import types
 from typing import Any
-import warnings
 
 import jax
 import jax.numpy as jnp
@@ -38,33 +36,6 @@ def keyword_options(factory: Callable[..., Any]) -> tuple[str, ...]:
   """The names of ``factory``'s keyword-only arguments, its options."""
   return tuple(name for name, p in inspect.signature(factory).parameters.items()
                if p.kind is inspect.Parameter.KEYWORD_ONLY)
-
-
-def renamed_arguments(owner: str, **renames: str) -> Callable:
-  """Accepts each ``old=new`` keyword under its old name, with a warning.
-
-  A decorated function (or ``__init__``) called with ``old=`` gets it as
-  ``new=`` and the caller gets a ``DeprecationWarning`` that names ``new``;
-  both at once are a one-line ``TypeError``. The signature shown (and read by
-  :func:`default`) is the function's own, without the old names. ``owner``
-  is the name the messages give the function.
-  """
-  def decorate(fn):
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-      for old, new in renames.items():
-        if old not in kwargs:
-          continue
-        if new in kwargs:
-          raise TypeError(f'{owner}: pass {new} only ({old} is its '
-                          'deprecated name).')
-        warnings.warn(f'{owner}: {old} is deprecated and will be removed; '
-                      f'use {new} (flax\'s name).', DeprecationWarning,
-                      stacklevel=2)
-        kwargs[new] = kwargs.pop(old)
-      return fn(*args, **kwargs)
-    return wrapper
-  return decorate
 
 
 def check_function(name: str, value: Any) -> Callable:

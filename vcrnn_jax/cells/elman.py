@@ -25,8 +25,6 @@ class ElmanState(NamedTuple):
   h: jax.Array
 
 
-@_common.renamed_arguments('cells.elman',
-                           recurrent_init='recurrent_kernel_init')
 def elman(
     hidden_size: int,
     *,
@@ -55,8 +53,7 @@ def elman(
     activation_fn: the nonlinearity (``tanh`` in Eq. 3).
     residual: add ``h_{t-1}`` to the pre-activation.
     kernel_init: initialiser of ``input_kernel``.
-    recurrent_kernel_init: initialiser of ``recurrent_kernel``
-      (``recurrent_init`` is its deprecated name).
+    recurrent_kernel_init: initialiser of ``recurrent_kernel``.
     bias_init: initialiser of ``bias``.
     dtype: the computation dtype: inputs, params and the state are cast to
       it for the step (flax's meaning); None computes in the params' dtype.

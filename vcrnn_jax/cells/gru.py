@@ -25,8 +25,6 @@ class GRUState(NamedTuple):
   h: jax.Array
 
 
-@_common.renamed_arguments('cells.gru',
-                           recurrent_init='recurrent_kernel_init')
 def gru(
     hidden_size: int,
     *,
@@ -68,8 +66,7 @@ def gru(
     gate_fn: the gates' nonlinearity (:math:`\sigma` in Eq. 4).
     activation_fn: the candidate's nonlinearity (``tanh`` in Eq. 5).
     kernel_init: initialiser of each gate's input block ``[input_size, H]``.
-    recurrent_kernel_init: initialiser of each recurrent block ``[H, H]``
-      (``recurrent_init`` is its deprecated name).
+    recurrent_kernel_init: initialiser of each recurrent block ``[H, H]``.
     bias_init: initialiser of each gate's bias ``[H]``.
     dtype: the computation dtype: inputs, params and the state are cast to
       it for the step (flax's meaning); None computes in the params' dtype.

@@ -27,8 +27,6 @@ class LSTMState(NamedTuple):
   h: jax.Array
 
 
-@_common.renamed_arguments('cells.lstm',
-                           recurrent_init='recurrent_kernel_init')
 def lstm(
     hidden_size: int,
     *,
@@ -70,7 +68,7 @@ def lstm(
       (``tanh``).
     kernel_init: initialiser of each gate's input block ``[input_size, H]``.
     recurrent_kernel_init: initialiser of each gate's recurrent block
-      ``[H, H]`` (``recurrent_init`` is its deprecated name).
+      ``[H, H]``.
     bias_init: initialiser of each gate's bias ``[H]``.
     dtype: the computation dtype: inputs, params and the state are cast to
       it for the gates (flax's meaning); None computes in the params' dtype.

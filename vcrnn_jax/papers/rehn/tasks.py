@@ -84,7 +84,7 @@ def build_cell(spec: ModelSpec) -> Cell:
     kwargs['state_dropout'] = spec.state_dropout
   if spec.init_scale is not None:
     init = symmetric_uniform(spec.init_scale)
-    kwargs.update(kernel_init=init, recurrent_init=init)
+    kwargs.update(kernel_init=init, recurrent_kernel_init=init)
   if spec.cell in ('rhn', 'srhn'):
     return registry.build_cell(spec.cell, h, **kwargs, depth=check_positive_int(
         'depth', spec.depth))
