@@ -26,12 +26,11 @@ A reduced run on a 2-core CPU (2 of the 100 epochs, one seed; it writes
   python -m experiments.rehn_har --data_dir=DIR --cell=ei_rehn \
       --hidden_size=48 --seeds=0 --epochs=2
 
-On CPU-2 it reaches 82.54% test accuracy in 187 s on one core; at this
-stage the three walking classes are confused with each other, and SITTING
-with STANDING.
-
-Results (CPU-2): docs/results/rehn.md has every run with its
-command (EI-REHN-48 at 30 epochs: 91.29%).
+What it reaches on CPU-2 (2-core AMD EPYC), over three seeds with their
+95% intervals, and the verdict on Table 2's claim by its criterion, are in
+the generated summary of docs/results/rehn.md (from the run records under
+docs/results/records/rehn/); single runs typed before the records, such as
+EI-REHN-48 at 30 epochs, are in that page's history appendix.
 
 Data: this UCI HAR copy is rebuilt from the HAPT recordings with UCI HAR's
 recipe (7,415 / 2,996 windows against UCI's own 7,352 / 2,947), so accuracies

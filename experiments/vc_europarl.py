@@ -31,21 +31,15 @@ Reduced size on a 2-core CPU (docs/results/vc.md has every run)::
       --data_path=DIR/text/fortunes_cs.txt --setting=guide \
       --hidden_size=256 --steps=1500 --eval_every=750 --sharpness_every=150
 
-On CPU-2 it reaches 3.099 valid bpc with m_t 0.799 on whitespace against
-0.318 inside words (what the guide penalty asks for). In the learn setting
-(``--setting=learn --penalty_weight=0.1``) D 256 and 512 give the
-whitespace no more computation than the inside of words on these corpora.
+No run of this binary is recorded; docs/results/vc.md's history appendix
+has the single runs typed before the records (the guide and learn settings
+on the Czech and German fortunes, with their commits), without verdicts.
 At the default width::
 
   python -m experiments.vc_europarl \
       --data_path=DIR/text/fortunes_cs.txt --setting=learn \
       --hidden_size=1024 --steps=3000 --eval_every=1000 \
       --sharpness_every=300 --penalty_weight=0.1
-
-reaches 2.607 valid bpc on CPU-2 (1,450 s on one core) with m_t 0.771 on
-whitespace against 0.626 inside words and all of the 5% largest m_t on
-whitespace: the paper's picture, but on seed 0 only (seeds 1-3: 2.66-2.69
-bpc, peaks on letters). On the German fortunes no seed of four does this.
 
 Deviations and choices: as vc_ptb (Adam 1e-3, clip 1 with the scheduler
 apart, batch 32, BPTT 100, penalty weight 1, epsilon 0.01); characters

@@ -28,9 +28,9 @@ Reduced size on a 2-core CPU (docs/results/vc.md has every run)::
       --hidden_size=128 --steps=1500 --eval_every=750 \
       --sharpness_every=150 --penalty_weight=0.1
 
-On CPU-2 it reaches valid perplexity 9.87 at RNN-d 110 (``--cell=elman``,
-same budget: 10.24), with mean m_t 0.551 on bar lines against 0.878 on
-notes (Table 2's direction; the paper: 0.14 against 0.46).
+What this reaches on CPU-2 (2-core AMD EPYC), over three seeds, and the
+verdicts on Sec. 5.1's claims are in the generated summary of
+docs/results/vc.md (from the run records under docs/results/records/vc/).
 
 Deviations and choices: the shared file has 2,000 tunes (the paper: 19,511,
 split 16,000/1,511/2,000 with no melody's variations across subsets, which

@@ -46,17 +46,11 @@ Reduced size on a 2-core CPU (docs/results/vc.md has every run)::
       --hidden_size=256 --steps=3000 --eval_every=1500 \
       --sharpness_every=300 --max_symbols=4000000 --penalty_weight=0.01
 
-On CPU-2 (one core each, ~7 and ~3 min): the first reaches 1.808 valid bpc
-at RNN-d 339 (``--cell=elman --hidden_size=352``, same budget: 1.824;
-seeds 1 and 2: 1.881 and 1.823 against 1.815 and 1.822), with mean m_t
-0.822 on word boundaries against 0.599 inside words (the paper's Fig. 3
-direction); the second reaches 0.3278 bits per bit, with m_t repeating
-every 8 bits and, on this seed, peaking on each character's first bit
-(0.886). With the word boundary guided (the first command at
-``--hidden_size=256 --boundary_target=1.0``, ~3 min) VCRNN-256 reaches
-1.900-1.920 valid bpc on five seeds at RNN-d 210-231, below Elman-224's
-1.923-1.937 on every seed (the seed at RNN-d 231 also below Elman-232's
-1.921; unguided: 1.915-1.973).
+What these reach on CPU-2 (2-core AMD EPYC), over three seeds with their
+95% intervals, and the verdict on each of the paper's claims by its
+criterion, is the generated summary of docs/results/vc.md (from the run
+records under docs/results/records/vc/); single runs typed before the
+records are in that page's history appendix.
 
 Deviations and choices: the paper gives no optimiser, batch, BPTT length,
 penalty weight or epsilon (see experiments/_vc.py: Adam 1e-3, clip 1 with
