@@ -49,7 +49,8 @@ def _check(group: str, runs, tmp: pathlib.Path) -> dict:
   record = verify.representative(runs)
   workdir = tmp / group.replace('/', '_')
   entry = {'record': record['path'], 'record_commit': record['commit'][:7],
-           'seed': record.get('seed')}
+           'seed': record.get('seed'),
+           'fingerprint': bool(record.get('fingerprint'))}
   try:
     command = verify.prefix_command(record, workdir,
                                     data_dir=FLAGS.data_dir)

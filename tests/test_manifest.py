@@ -114,7 +114,14 @@ def test_status_current_stale_unverifiable():
   from vcrnn_jax.analysis import verify
   rec = _record()
   same = [{'step': 100, 'loss': 0.5 * (1 + 5e-5), 'sequence_error': 0.25}]
-  assert verify.status(rec, same)['status'] == 'current'
+  got = verify.status(rec, same)
+  assert got['status'] == 'current' and not got['exact']
+  exact = verify.status(rec, [{'step': 100, 'loss': 0.5,
+                               'sequence_error': 0.25}])
+  assert exact['exact']
+  # An older record keeps 6 digits: equal to those is exact.
+  old = _record(fingerprint=None, curve=[{'step': 100, 'loss': 0.693281}])
+  assert verify.status(old, [{'step': 100, 'loss': 0.6932806396}])['exact']
   moved = [{'step': 100, 'loss': 0.5, 'sequence_error': 0.251}]
   got = verify.status(rec, moved)
   assert got['status'] == 'stale' and got['differ'] == ['sequence_error']

@@ -9,7 +9,12 @@ record's command into the same run stopped at that step in another workdir;
 record:
 
 * ``current``: every held-out metric recorded at that step is within
-  :data:`RTOL` (relative) or :data:`ATOL` (absolute) of today's;
+  :data:`RTOL` (relative) of today's; ``exact`` says whether they are
+  equal to the digits the record keeps (all of them for a fingerprint, 6
+  significant ones for an older record's curve). Within the tolerance but
+  not exact means the same maths rounded differently (another CPU, or code
+  that orders a sum otherwise): over a long run such a difference grows,
+  so the run's final numbers need not be what the record says;
 * ``stale``: one is not: the code now computes other numbers;
 * ``unverifiable``: the prefix could not be run here (a missing corpus, a
   binary that failed), or it evaluated nothing at that step.
@@ -105,13 +110,23 @@ def close(recorded: float | None, now: float | None) -> bool:
   return abs(now - recorded) <= ATOL + RTOL * abs(recorded)
 
 
+def _same(recorded: Any, now: Any, digits: int | None) -> bool:
+  """``now`` equals ``recorded`` to the digits the record keeps."""
+  if not isinstance(recorded, float) or not isinstance(now, float):
+    return recorded == now
+  if digits is None:
+    return recorded == now
+  return float(f'{now:.{digits}g}') == recorded
+
+
 def status(record: Mapping[str, Any],
            rows: Sequence[Mapping[str, Any]] | None) -> dict:
   """The verdict on ``record`` from the ``metrics.jsonl`` rows its prefix
-  wrote (None: the prefix could not run): ``{'status', 'step',
+  wrote (None: the prefix could not run): ``{'status', 'exact', 'step',
   'recorded', 'now', 'differ'}``."""
   first = first_evaluation(record)
-  out = {'status': 'unverifiable', 'step': first and first['step'],
+  out = {'status': 'unverifiable', 'exact': False,
+         'step': first and first['step'],
          'recorded': first and first['metrics'], 'now': None, 'differ': []}
   if first is None or rows is None:
     return out
@@ -121,8 +136,11 @@ def status(record: Mapping[str, Any],
   now = {k: row.get(k) for k in first['metrics']}
   differ = [k for k, v in first['metrics'].items()
             if not close(v, now.get(k))]
+  digits = None if record.get('fingerprint') else 6
+  exact = all(_same(v, now.get(k), digits)
+              for k, v in first['metrics'].items())
   return {**out, 'status': 'stale' if differ else 'current', 'now': now,
-          'differ': differ}
+          'differ': differ, 'exact': exact}
 
 
 def representative(runs: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
@@ -152,9 +170,15 @@ def status_line(group: str, runs: Sequence[Mapping[str, Any]],
   where = (f'`python -m experiments.verify` at commit '
            f'{entry["verified_at"][:7]}, seed {entry["seed"]} stopped at '
            f'step {entry["step"]:,}')
+  if entry['status'] == 'current' and entry.get('exact'):
+    kept = ('bit for bit' if entry.get('fingerprint', True)
+            else 'to the 6 digits the record keeps')
+    return (f'**Current**: {where} gives the recorded first evaluation '
+            f'{kept}.')
   if entry['status'] == 'current':
     return (f'**Current**: {where} gives the recorded first evaluation '
-            f'(every held-out metric within {RTOL:g} relative).')
+            f'within {RTOL:g} relative, not digit for digit: the same '
+            'maths rounded otherwise, so a long run may end elsewhere.')
   if entry['status'] == 'stale':
     differ = ', '.join(
         f'{k} {entry["recorded"][k]:.6g} recorded, {entry["now"][k]:.6g} now'
