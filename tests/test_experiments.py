@@ -77,9 +77,9 @@ def test_a_checkpoint_from_before_the_training_stack_restores(tmp_path):
   # Its evaluation equals the one the old code logged at step 20 (restored
   # params do not depend on the initialisation the golden runs start from).
   final = [l for l in proc.stdout.splitlines()
-           if l.startswith('sequence_error')]
+           if l.startswith('held-out sequence_error')]
   logged = _metrics(REPO / 'tests' / 'data' / 'act_parity_workdir_v1')[-1]
-  assert final and float(final[0].split()[-1]) == pytest.approx(
+  assert final and float(final[0].split()[2]) == pytest.approx(
       logged['sequence_error'], rel=1e-3)  # 4 digits
   # And training resumes from it.
   proc = _run('act_parity', args + ['--steps=22', f'--workdir={workdir}'],

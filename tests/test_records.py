@@ -318,3 +318,15 @@ def test_tree_commit_dirty_ignores_excluded_folders(tmp_path):
   (tmp_path / 'code.py').write_text('x = 2\n')
   assert records.tree_commit(tmp_path, exclude=[tmp_path / 'records'])[
       1] is True
+
+
+def test_act_headline_and_summary_show_what_the_cpu_moves():
+  from vcrnn_jax.papers.act import results as act_results
+  main = [_act_record(s, e) for s, e in enumerate((0.01, 0.012, 0.008))]
+  avx2 = [_act_record(0, 0.05), _act_record(1, 0.012)]
+  text = act_results.main_command_text(main, [], None, avx2)
+  assert 'seeds 0, 1 end at 5.0% / 1.2% instead of 1.0% / 1.2%' in text
+  row = act_results.twin_row('x', 'AVX2 against AVX-512', avx2, main)
+  assert row[2] == '**measured**'
+  assert 'final error 5.0% against 1.0% / 1.2% against 1.2%' in row[3]
+  assert 'first evaluation that differs: 300k, none' in row[3]

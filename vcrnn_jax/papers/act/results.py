@@ -5,7 +5,10 @@ The experiments (folders of records) this module reads:
 * ``act/parity``: the main command, ``python -m experiments.act_parity
   --tau=0.01 --seed=S``, each run followed by ``--difficulty_report``
   (its ``difficulty.csv``: error and ponder per number of non-zero bits);
-* ``act/parity_noact``: the same network without ACT (``--act=false``).
+* ``act/parity_noact``: the same network without ACT (``--act=false``);
+* ``act/parity_avx2``: the main command with XLA limited to AVX2 on the
+  same machine, and ``act/parity_older``: the main command's records made
+  by older code; each against ``act/parity``, seed by seed.
 
 :func:`outputs` turns them into the fragments the pages and README.md
 include (``act/main_command.md``: the headline, mean ± standard deviation
@@ -26,6 +29,9 @@ NO_ACT = 'act/parity_noact'
 # The main command with XLA restricted to AVX2 (``XLA_FLAGS=
 # --xla_cpu_max_isa=AVX2``) on the same machine: what another CPU moves.
 AVX2 = 'act/parity_avx2'
+# The main command's records made by older code: what a rounding-level
+# change of the code moves.
+OLDER = 'act/parity_older'
 # Graves 2016, Fig. 4: ACT with tau <= 0.03 ends below this sequence error.
 PAPER_ERROR = 0.05
 # Graves 2016, Sec. 3.1: without ACT the error is "almost 40%".
@@ -84,8 +90,8 @@ def _error_at(run: Mapping[str, Any], step: int) -> float | None:
 
 def main_command_text(main: Sequence[Mapping[str, Any]],
                       no_act: Sequence[Mapping[str, Any]],
-                      statuses: Mapping[str, Mapping[str, Any]] | None = None
-                      ) -> str:
+                      statuses: Mapping[str, Mapping[str, Any]] | None = None,
+                      avx2: Sequence[Mapping[str, Any]] = ()) -> str:
   """The headline of README.md and getting started: the main command's
   seeds (mean with its 95% interval, every seed listed), the verdict on the
   paper's bound by its criterion, the wall time and the baseline; and, when
@@ -115,6 +121,15 @@ def main_command_text(main: Sequence[Mapping[str, Any]],
     text += (f' The same network without ACT (`--act=false`, '
              f'{_steps_k(no_act)} steps, {records.seeds_text(no_act)}) stays '
              f'at {_mean_std_pct(_errors(no_act))}.')
+  if avx2:
+    ours, base = _paired_by_seed(avx2, main, lambda r: r['final'][
+        'sequence_error'])
+    seeds = ', '.join(str(r['seed']) for r in _paired_by_seed(
+        avx2, main, lambda r: r)[0])
+    text += (" A seed's end point depends on the CPU: on the same machine "
+             f'with XLA limited to AVX2, seeds {seeds} end at '
+             + ' / '.join(_pct(x) for x in ours) + ' instead of '
+             + ' / '.join(_pct(y) for y in base) + ' (docs/results/act.md).')
   entry = (statuses or {}).get(MAIN)
   if entry and entry['status'] == 'stale':
     text += ' ' + verify.status_line(MAIN, main, statuses)
@@ -154,7 +169,8 @@ def _paired_by_seed(a, b, key):
 
 def summary_text(main: Sequence[Mapping[str, Any]],
                  no_act: Sequence[Mapping[str, Any]],
-                 avx2: Sequence[Mapping[str, Any]] = ()) -> str:
+                 avx2: Sequence[Mapping[str, Any]] = (),
+                 older: Sequence[Mapping[str, Any]] = ()) -> str:
   """The page's summary: each claim of Sec. 3 with the paper's number and
   source, ours from the records, and the verdict with its criterion."""
   fmt = verdicts.pct
@@ -182,26 +198,32 @@ def summary_text(main: Sequence[Mapping[str, Any]],
                'grows about linearly at intermediate $\\tau$ (Fig. 6)',
                *v.cells()])
   if avx2:
-    rows.append(_isa_row(main, avx2))
+    rows.append(twin_row('the same seeds compiled for another instruction '
+                         'set', 'AVX2 against AVX-512', avx2, main))
+  if older:
+    commit = older[0]['commit'][:7]
+    rows.append(twin_row('the same seeds on older code',
+                         f'commit {commit} against today', older, main))
   for claim, source, why in UNRECORDED:
     rows.append([claim, source, *verdicts.not_recorded(why).cells()])
   return records.table(['claim', 'the paper', 'verdict', 'here',
                         'criterion'], rows)
 
 
-def _isa_row(main, avx2) -> list[str]:
-  """The main command on the same machine with XLA limited to AVX2: no
-  claim of the paper, what another CPU moves."""
-  ours, base = _paired_by_seed(avx2, main, lambda r: r)
+def twin_row(what: str, label: str, twins, main) -> list[str]:
+  """The main command's seeds against ``twins``, the same seeds with one
+  thing changed (``label``): no claim of the paper, what that thing moves.
+  Final errors side by side, and the first evaluation where each pair
+  parts."""
+  ours, base = _paired_by_seed(twins, main, lambda r: r)
   finals = ' / '.join(
       f'{_pct(x["final"]["sequence_error"])} against '
       f'{_pct(y["final"]["sequence_error"])}' for x, y in zip(ours, base))
   first = ', '.join(_diverged_text(x, y) for x, y in zip(ours, base))
   seeds = ', '.join(str(r['seed']) for r in ours)
-  return ['the same seed compiled for another instruction set', '-',
-          '**measured**', f'AVX2 against AVX-512, seeds {seeds}: final '
-          f'error {finals}; first evaluation that differs: {first}',
-          'no verdict: what another CPU moves']
+  return [what, '-', '**measured**', f'{label}, seeds {seeds}: final error '
+          f'{finals}; first evaluation that differs: {first}',
+          'no verdict: what the same command moves by']
 
 
 def _diverged_text(x, y) -> str:
@@ -366,10 +388,11 @@ def outputs(groups: Mapping[str, Sequence[Mapping[str, Any]]],
   statuses = statuses or {}
   curves = curves_data(main, no_act)
   out = [records.Output('act/main_command.md',
-                        main_command_text(main, no_act, statuses)),
+                        main_command_text(main, no_act, statuses,
+                                          groups.get(AVX2, []))),
          records.Output('act/headline.md', headline_text(main, no_act)),
          records.Output('act/summary.md', summary_text(
-             main, no_act, groups.get(AVX2, []))),
+             main, no_act, groups.get(AVX2, []), groups.get(OLDER, []))),
          records.Output('act/parity_seeds.md', seeds_table(
              main, verify.status_line(MAIN, main, statuses))),
          records.Output('act/parity_curves.svg', data=curves,
@@ -377,10 +400,11 @@ def outputs(groups: Mapping[str, Sequence[Mapping[str, Any]]],
   if no_act:
     out.append(records.Output('act/parity_noact.md', seeds_table(
         no_act, verify.status_line(NO_ACT, no_act, statuses))))
-  avx2 = groups.get(AVX2, [])
-  out.append(records.Output('act/parity_avx2.md', seeds_table(
-      avx2, verify.status_line(AVX2, avx2, statuses)) if avx2 else
-      'No record yet.\n'))
+  for name, slug in ((AVX2, 'parity_avx2'), (OLDER, 'parity_older')):
+    twins = groups.get(name, [])
+    out.append(records.Output(f'act/{slug}.md', seeds_table(
+        twins, verify.status_line(name, twins, statuses)) if twins else
+        'No record yet.\n'))
   diff = difficulty_table(main)
   if diff:
     data = difficulty_data(main)

@@ -24,6 +24,8 @@ def outputs(groups: Mapping[str, Sequence[Mapping[str, Any]]],
   and figure when it has records. ``statuses``: experiment -> its
   verification (None: none).
   """
+  if not any(name.split('/')[0] == summary.PAPER for name in groups):
+    return []
   statuses = statuses or {}
   runs = summary.runs_from_records(groups)
   out = [records.Output('family/conclusions.md',

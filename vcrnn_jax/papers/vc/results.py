@@ -408,6 +408,8 @@ def outputs(groups: Mapping[str, Sequence[Mapping[str, Any]]],
   """Every generated VC file, from the records grouped by experiment and
   their verification (``statuses``: experiment folder -> entry; None is
   none verified)."""
+  if not any(name.startswith('vc/') for name in groups):
+    return []
   statuses = statuses or {}
   ptb, music = _experiments(groups, PTB), _experiments(groups, MUSIC)
   out = [records.Output('vc/summary.md', summary(groups))]
