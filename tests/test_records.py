@@ -332,6 +332,9 @@ def test_act_headline_and_summary_show_what_the_cpu_moves():
   avx2 = [_act_record(0, 0.05), _act_record(1, 0.012)]
   text = act_results.main_command_text(main, [], None, avx2)
   assert 'seeds 0, 1 end at 5.0% / 1.2% instead of 1.0% / 1.2%' in text
+  same = [_act_record(0, 0.01), _act_record(1, 0.012)]
+  text = act_results.main_command_text(main, [], None, same)
+  assert 'changed nothing: seeds 0, 1 give every evaluation' in text
   row = act_results.twin_row('x', 'AVX2 against AVX-512', avx2, main)
   assert row[2] == '**measured**'
   assert 'final error 5.0% against 1.0% / 1.2% against 1.2%' in row[3]
