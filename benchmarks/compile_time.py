@@ -248,8 +248,9 @@ def child(name: str, out: pathlib.Path, flags: list[str]) -> None:
   jax.block_until_ready(jax.jit(lambda x: x + 1)(np.float32(0)))
   from experiments import _common  # pylint: disable=g-import-not-at-top
 
-  def measure_and_stop(experiment, config, workdir, *, processes):
-    del workdir, processes
+  def measure_and_stop(experiment, config, workdir, *, processes,
+                       data_files=()):
+    del workdir, processes, data_files
     out.write_text(json.dumps(_measure(experiment, config)))
     raise SystemExit(0)
 
