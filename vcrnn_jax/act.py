@@ -33,8 +33,9 @@ class ACTOutput(NamedTuple):
   """Per-input-step outputs of an ACT cell (each ``[batch, ...]``).
 
   Attributes:
-    output: [batch, output_size] mean-field output y_t (Eq. 9) (output_size
-      None: [batch, Y], the mean field of the wrapped cell's own output)
+    output: ``[batch, output_size]`` mean-field output y_t (Eq. 9); with
+      no readout, ``[batch, Y]``, the mean field of the wrapped cell's own
+      output
     ponder: [batch] rho_t = N(t) + R(t) (Eq. 10)
     steps: [batch] int32 N(t) (Eq. 13)
     remainder: [batch] R(t) (Eq. 8)
