@@ -628,7 +628,8 @@ def write_manifest(workdir, *, data_files: Iterable[str] = (),
     return
   line = manifest.capture(
       (_invocation or sys.argv)[1:], module=binary_module(),
-      tree=pathlib.Path(__file__).parent, data_paths=data_files)
+      tree=pathlib.Path(__file__).resolve().parents[1],
+      data_paths=data_files)
   manifest.append(workdir, line)
 
 

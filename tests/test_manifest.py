@@ -134,3 +134,21 @@ def test_status_current_stale_unverifiable():
   assert line.startswith('**Stale**') and '0.25 recorded, 0.251 now' in line
   assert verify.status_line('act/parity', [_record(commit='e' * 40)],
                             statuses).startswith('Not verified')
+
+
+def test_source_tree_sees_a_change_anywhere_in_the_tree(tmp_path):
+  import subprocess
+
+  def git(*args):
+    subprocess.run(['git', '-C', str(tmp_path), *args], check=True,
+                   capture_output=True)
+  git('init', '-q')
+  (tmp_path / 'experiments').mkdir()
+  (tmp_path / 'experiments' / 'x.py').write_text('1\n')
+  (tmp_path / 'README.md').write_text('a\n')
+  git('add', '.')
+  git('-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '-qm', 'c')
+  commit, dirty = manifest.source_tree(tmp_path)
+  assert len(commit) == 40 and dirty is False
+  (tmp_path / 'README.md').write_text('b\n')    # outside experiments/
+  assert manifest.source_tree(tmp_path) == (commit, True)

@@ -38,8 +38,8 @@ import hashlib
 import json
 import os
 import pathlib
+import platform
 import shlex
-import subprocess
 import time
 from typing import Any
 
@@ -83,14 +83,15 @@ def data_digests(paths: Iterable[PathLike]) -> list[dict]:
 
 def cpu_info() -> dict:
   """The CPU model, cores, memory (GiB) and :data:`ISA_FLAGS` present."""
-  model, flags = None, set()
+  model, flags = platform.processor() or platform.machine() or None, set()
+  found = False
   try:
     with open('/proc/cpuinfo', encoding='utf-8') as f:
       for line in f:
         key, _, rest = line.partition(':')
         key = key.strip()
-        if key == 'model name' and model is None:
-          model = rest.strip()
+        if key == 'model name' and not found:
+          model, found = rest.strip(), True
         elif key == 'flags' and not flags:
           flags = set(rest.split())
   except OSError:
@@ -113,17 +114,14 @@ def device_info() -> dict:
 
 
 def source_tree(tree: PathLike) -> tuple[str | None, bool | None]:
-  """``(commit, dirty)`` of the git work tree holding ``tree``; ``(None,
-  None)`` outside git (an installed package)."""
-  def git(*args):
-    return subprocess.run(['git', '-C', str(tree), *args], check=True,
-                          capture_output=True, text=True).stdout.strip()
+  """``(commit, dirty)`` of the git work tree holding ``tree``
+  (:func:`vcrnn_jax.analysis.records.tree_commit`); ``(None, None)``
+  outside git (an installed package)."""
+  from vcrnn_jax.analysis import records  # pylint: disable=g-import-not-at-top
   try:
-    commit = git('rev-parse', 'HEAD')
-    dirty = bool(git('status', '--porcelain', '--untracked-files=no'))
-  except (OSError, subprocess.CalledProcessError):
+    return records.tree_commit(tree)
+  except ValueError:
     return None, None
-  return commit, dirty
 
 
 def command_line(module: str, argv: Sequence[str]) -> str:
@@ -139,7 +137,8 @@ def capture(argv: Sequence[str], *, module: str, tree: PathLike,
   Args:
     argv: the command's arguments after the program.
     module: the binary's module (``experiments.act_parity``).
-    tree: a path inside the source tree the binary runs from.
+    tree: the root of the source tree the binary runs from (its dirty
+      state covers every tracked file under it).
     data_paths: the data files or folders the run reads.
     versions: Python's and the packages' versions (default: this
       interpreter's, :func:`vcrnn_jax.analysis.records.versions`).

@@ -194,22 +194,10 @@ def versions() -> dict:
 
 def machine(name: str) -> dict:
   """``name`` with this machine's CPU model, cores and memory (GiB)."""
-  cpu = platform.processor() or platform.machine()
-  try:
-    with open('/proc/cpuinfo', encoding='utf-8') as f:
-      for line in f:
-        if line.startswith('model name'):
-          cpu = line.split(':', 1)[1].strip()
-          break
-  except OSError:
-    pass
-  try:
-    memory = round(os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES')
-                   / 2**30, 1)
-  except (AttributeError, ValueError, OSError):
-    memory = None
-  return {'name': name, 'cpu': cpu, 'cores': os.cpu_count(),
-          'memory_gib': memory}
+  from vcrnn_jax.analysis import manifest  # pylint: disable=g-import-not-at-top
+  cpu = manifest.cpu_info()
+  return {'name': name, 'cpu': cpu['model'], 'cores': cpu['cores'],
+          'memory_gib': cpu['memory_gib']}
 
 
 def tree_commit(tree, exclude=()) -> tuple[str, bool]:

@@ -100,6 +100,25 @@ def _undecided(criterion: str, n: int) -> Verdict:
                  f'{n} seed{"s" if n != 1 else ""}: fewer than {MIN_SEEDS}')
 
 
+def _bound(values: Sequence[float], bound: float, *, what: str, fmt: Format,
+           under: bool) -> Verdict:
+  """:func:`below` (``under``) or :func:`above`: the same criterion with the
+  interval's near end and the comparison mirrored."""
+  side, end = ('below', 'upper') if under else ('above', 'lower')
+  criterion = (f'reproduced: over n ≥ {MIN_SEEDS} seeds the mean {what} '
+               f'and the {end} end of its 95% interval are {side} '
+               f'{fmt(bound)}; partly: the mean is {side}, the interval '
+               f'is not; not reproduced: the mean is not {side}')
+  xs = [v for v in values if v is not None]
+  if len(xs) < MIN_SEEDS:
+    return _undecided(criterion, len(xs))
+  mean, lo, hi, _ = t_interval(xs)
+  beyond = (lambda x: x < bound) if under else (lambda x: x > bound)
+  label = ('reproduced' if beyond(hi if under else lo) else 'partly'
+           if beyond(mean) else 'not reproduced')
+  return Verdict(label, criterion, mean_interval_text(xs, fmt))
+
+
 def below(values: Sequence[float], bound: float, *, what: str,
           fmt: Format = _g) -> Verdict:
   """A bound the paper claims the metric stays under.
@@ -108,35 +127,14 @@ def below(values: Sequence[float], bound: float, *, what: str,
   below ``bound``; partly: the mean is below but the interval reaches it;
   not reproduced: the mean is at or above it.
   """
-  criterion = (f'reproduced: over n ≥ {MIN_SEEDS} seeds the mean {what} '
-               f'and the upper end of its 95% interval are below '
-               f'{fmt(bound)}; partly: the mean is below, the interval '
-               'is not; not reproduced: the mean is not below')
-  xs = [v for v in values if v is not None]
-  if len(xs) < MIN_SEEDS:
-    return _undecided(criterion, len(xs))
-  mean, _, hi, _ = t_interval(xs)
-  evidence = mean_interval_text(xs, fmt)
-  label = ('reproduced' if hi < bound else 'partly' if mean < bound
-           else 'not reproduced')
-  return Verdict(label, criterion, evidence)
+  return _bound(values, bound, what=what, fmt=fmt, under=True)
 
 
 def above(values: Sequence[float], bound: float, *, what: str,
           fmt: Format = _g) -> Verdict:
   """A bound the paper claims the metric stays over (an accuracy):
   :func:`below` mirrored."""
-  criterion = (f'reproduced: over n ≥ {MIN_SEEDS} seeds the mean {what} '
-               f'and the lower end of its 95% interval are above '
-               f'{fmt(bound)}; partly: the mean is above, the interval '
-               'is not; not reproduced: the mean is not above')
-  xs = [v for v in values if v is not None]
-  if len(xs) < MIN_SEEDS:
-    return _undecided(criterion, len(xs))
-  mean, lo, _, _ = t_interval(xs)
-  label = ('reproduced' if lo > bound else 'partly' if mean > bound
-           else 'not reproduced')
-  return Verdict(label, criterion, mean_interval_text(xs, fmt))
+  return _bound(values, bound, what=what, fmt=fmt, under=False)
 
 
 def paired(a: Sequence[float], b: Sequence[float], *, claim: str,
