@@ -29,10 +29,10 @@ from vcrnn_jax.papers.family.summary import (
 )
 
 # Where each claim comes from: the papers' sections and figures (the notes
-# on them: shared/papers/family.md, act_graves2016.md), or this page, whose
-# earlier text typed them from the same records.
+# on them: shared/papers/family.md, act_graves2016.md), or this page's own
+# questions about the methods.
 SOURCES = {
-    'page': 'this page (earlier text)',
+    'page': 'this page',
     'act_parity': 'Graves 2016, Sec. 3.1, Fig. 4',
     'act_ponder': 'Graves 2016, Sec. 3.1, Fig. 6',
     'pondernet_parity': 'Banino et al. 2021, Sec. 3.1',
@@ -45,8 +45,8 @@ SOURCES = {
 # predictor's (1/6): 95% of the target's variance explained, parity's 0.95
 # in the adding task's unit. The notes on Skip-RNN give no threshold.
 ADDING_SOLVED = 0.05
-# ACT's own binary (docs/results/records/act/parity): the step at which an
-# earlier version of this page said one run passed 95% accuracy.
+# ACT's own binary (docs/results/records/act/parity): the step at which a
+# single typed run (the history appendix) passed 95% accuracy.
 ACT_BINARY_STEP = 90_000
 CONCLUSION_HEADER = ('claim', 'source', 'here', 'verdict', 'criterion')
 
@@ -404,8 +404,8 @@ def _act_setting_claims(groups) -> list[Claim]:
 
 
 def _act_binary_claim(groups) -> Claim:
-  """The claim an earlier version of this page typed from one run: ACT's
-  own binary below 5% error at :data:`ACT_BINARY_STEP`."""
+  """The claim of a single typed run (the history appendix): ACT's own
+  binary below 5% error at :data:`ACT_BINARY_STEP`, judged on its seeds."""
   errors = [point.get('sequence_error')
             for record in groups.get('act/parity', ())
             for point in record.get('curve') or ()
@@ -414,7 +414,7 @@ def _act_binary_claim(groups) -> Claim:
   return Claim(
       f'ACT\'s own binary (experiments.act_parity --tau=0.01) passes '
       f'{SOLVED:.0%} accuracy at {ACT_BINARY_STEP:,} steps',
-      'this page (earlier text, one run); records act/parity',
+      'one typed run (history appendix); records act/parity',
       f'{below} of {len(errors)} seeds below {1 - SOLVED:.0%} sequence '
       'error', verdicts.below(errors, 1 - SOLVED, fmt=verdicts.pct,
                               what=f'sequence error at step '
