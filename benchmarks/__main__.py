@@ -6,6 +6,8 @@ Usage::
   python -m benchmarks --quick               # tiny settings (the smoke test)
   python -m benchmarks --only=act_loop,skip_inference --out=bench
   python -m benchmarks --record_dir=docs/performance/records
+  python -m benchmarks --only=flax_rnn \
+      --flags='flax_rnn=--sizes=256x64x100 --dtypes=float32,bfloat16'
 
 runs each benchmark below ``--repeats`` times (default 3; 1 with
 ``--quick``) with the default thread pool (``unpinned``: every core, as a
@@ -35,6 +37,7 @@ import datetime
 import importlib
 import pathlib
 import platform
+import shlex
 import sys
 import time
 
@@ -94,6 +97,12 @@ def _parser() -> argparse.ArgumentParser:
   parser.add_argument('--machine', default=platform.node(),
                       help="the machine's name in the records (default: the "
                       'host name)')
+  parser.add_argument('--flags', action='append', default=[],
+                      metavar='NAME=FLAGS',
+                      help='flags for benchmark NAME\'s runs instead of its '
+                      'defaults, as one string (repeatable): '
+                      '--flags="flax_rnn=--sizes=256x64x100 '
+                      '--dtypes=float32,bfloat16"; the records keep them')
   parser.add_argument('--in_process', action='store_true',
                       help='run each benchmark once in this process (no '
                       'repeats, no pinning, no records)')
@@ -106,6 +115,13 @@ def _settings(parser, args) -> dict:
   if unknown or not names:
     parser.error(f'--only takes names of {", ".join(SUITE)}; got '
                  f'{args.only!r}')
+  extra = {}
+  for item in args.flags:
+    name, sep, text = item.partition('=')
+    if not sep or name not in names:
+      parser.error(f'--flags takes NAME=FLAGS with NAME one of --only\'s '
+                   f'benchmarks ({", ".join(names)}); got {item!r}')
+    extra[name] = shlex.split(text)
   repeats = args.repeats or (1 if args.quick else 3)
   if args.repeats is not None and args.repeats < 1:
     parser.error(f'--repeats must be >= 1, got {args.repeats}')
@@ -122,18 +138,19 @@ def _settings(parser, args) -> dict:
     affinities = ('unpinned',)
   return {'names': names, 'quick': args.quick, 'repeats': repeats,
           'affinities': affinities, 'pinned_cpu': cpu,
-          'in_process': args.in_process}
+          'in_process': args.in_process, 'flags': extra}
 
 
 def _run(name: str, settings: dict) -> dict[str, list[list[dict]]]:
+  extra = settings['flags'].get(name, [])
   if settings['in_process']:
     module = importlib.import_module(f'benchmarks.{name}')
-    return {'unpinned': [module.main(['--quick'] if settings['quick']
-                                     else [])]}
+    return {'unpinned': [module.main(extra + (['--quick'] if settings['quick']
+                                              else []))]}
   return _repeat.repeat(name, quick=settings['quick'],
                         repeats=settings['repeats'],
                         affinities=settings['affinities'],
-                        cpu=settings['pinned_cpu'])
+                        cpu=settings['pinned_cpu'], extra=extra)
 
 
 def main(argv=None) -> dict:
@@ -142,8 +159,8 @@ def main(argv=None) -> dict:
   settings = _settings(parser, args)
   out = pathlib.Path(args.out)
   out.mkdir(parents=True, exist_ok=True)
-  command = ' '.join(['python -m benchmarks']
-                     + (sys.argv[1:] if argv is None else list(argv)))
+  command = 'python -m benchmarks ' + shlex.join(
+      sys.argv[1:] if argv is None else list(argv))
   results = {
       'started': datetime.datetime.now(datetime.UTC).isoformat(
           timespec='seconds'),

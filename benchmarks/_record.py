@@ -36,6 +36,13 @@ def cores() -> int | None:
   return os.cpu_count()
 
 
+def device() -> str:
+  """The device the benchmarks run on: its kind and backend (``NVIDIA H200
+  (gpu)``); the CPU's model is the machine's ``cpu``."""
+  import jax  # pylint: disable=g-import-not-at-top
+  return f'{jax.devices()[0].device_kind} ({jax.default_backend()})'
+
+
 def versions() -> dict:
   """Python's version and those of jax, jaxlib, flax, optax and the other
   packages :func:`vcrnn_jax.analysis.records.versions` lists."""
@@ -62,6 +69,7 @@ def make(name: str, runs: dict, *, command: str, started: str,
   commit, dirty = _commit(record_dir)
   info = records.machine(machine)
   info['usable_cores'] = cores()
+  info['device'] = device()
   return _cli.json_ready({
       'format': bench_records.FORMAT, 'benchmark': name,
       'command': command, 'commit': commit, 'dirty': dirty,
@@ -71,7 +79,8 @@ def make(name: str, runs: dict, *, command: str, started: str,
                    'repeats': max(len(r) for r in runs.values()),
                    'affinities': [a for a in runs if runs[a]],
                    'pinned_cpu': settings.get('pinned_cpu'),
-                   'in_process': settings.get('in_process', False)},
+                   'in_process': settings.get('in_process', False),
+                   'flags': list(settings.get('flags', {}).get(name, []))},
       'ratios': list(ratios), 'times': list(times),
       'rows': bench_records.aggregate(_cli.json_ready(runs), ratios, times)})
 

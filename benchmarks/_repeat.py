@@ -16,6 +16,7 @@ Example::
 """
 
 import collections
+from collections.abc import Sequence
 import json
 import os
 import pathlib
@@ -41,11 +42,12 @@ def pin_cpu() -> int | None:
   return min(cpus) if cpus else None
 
 
-def command(name: str, quick: bool, path, cpu: int | None = None
-            ) -> list[str]:
-  """The child's command line: the benchmark, its rows to ``path``; with a
-  ``cpu``, the child pins itself to it before it imports anything else."""
-  args = [f'--json={path}'] + (['--quick'] if quick else [])
+def command(name: str, quick: bool, path, cpu: int | None = None,
+            extra: Sequence[str] = ()) -> list[str]:
+  """The child's command line: the benchmark with flags ``extra``, its rows
+  to ``path``; with a ``cpu``, the child pins itself to it before it imports
+  anything else."""
+  args = [*extra, f'--json={path}'] + (['--quick'] if quick else [])
   if cpu is None:
     return [sys.executable, '-m', f'benchmarks.{name}', *args]
   return [sys.executable, '-c', _PINNED.format(cpu=cpu, name=name), *args]
@@ -58,7 +60,8 @@ _PINNED = ('import os, runpy; os.sched_setaffinity(0, {{{cpu}}}); '
            'alter_sys=True)')
 
 
-def run_once(name: str, quick: bool, cpu: int | None, path) -> list[dict]:
+def run_once(name: str, quick: bool, cpu: int | None, path,
+             extra: Sequence[str] = ()) -> list[dict]:
   """One run of benchmark ``name`` in a fresh process, pinned to ``cpu``
   (None: unpinned); its output goes to this process's stdout.
 
@@ -67,9 +70,9 @@ def run_once(name: str, quick: bool, cpu: int | None, path) -> list[dict]:
   """
   env = {**os.environ, **JAX_DEFAULTS}
   tail = collections.deque(maxlen=_TAIL_LINES)
-  with subprocess.Popen(command(name, quick, path, cpu), cwd=REPO, env=env,
-                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                        text=True) as child:
+  with subprocess.Popen(command(name, quick, path, cpu, extra), cwd=REPO,
+                        env=env, stdout=subprocess.PIPE,
+                        stderr=subprocess.STDOUT, text=True) as child:
     for line in child.stdout:
       print(line, end='', flush=True)
       tail.append(line.rstrip())
@@ -81,10 +84,10 @@ def run_once(name: str, quick: bool, cpu: int | None, path) -> list[dict]:
 
 
 def repeat(name: str, *, quick: bool, repeats: int,
-           affinities: tuple[str, ...], cpu: int | None
-           ) -> dict[str, list[list[dict]]]:
-  """``repeats`` runs of ``name`` per affinity, taking turns; per
-  affinity, the rows of each run."""
+           affinities: tuple[str, ...], cpu: int | None,
+           extra: Sequence[str] = ()) -> dict[str, list[list[dict]]]:
+  """``repeats`` runs of ``name`` (with flags ``extra``) per affinity,
+  taking turns; per affinity, the rows of each run."""
   runs = {a: [] for a in affinities}
   with tempfile.TemporaryDirectory(prefix='benchmarks_') as scratch:
     for r in range(repeats):
@@ -94,5 +97,5 @@ def repeat(name: str, *, quick: bool, repeats: int,
               flush=True)
         path = pathlib.Path(scratch, f'{affinity}_{r}.json')
         runs[affinity].append(run_once(
-            name, quick, cpu if affinity == 'pinned' else None, path))
+            name, quick, cpu if affinity == 'pinned' else None, path, extra))
   return runs

@@ -33,10 +33,17 @@ not: the ratio compares two GRUs, not one GRU's two implementations.
 (a) and (b) run the same cell from the same params; how far apart their
 ratios are shows the timing noise.
 
+``--dtypes=float32,bfloat16`` times each setting once per computation dtype
+(flax's ``dtype``: inputs, params and state cast for the step; params stay
+float32), a row each. Losses must then agree to 5e-2 in bfloat16, and to 1e-2
+in float32 off the CPU, where a GPU's float32 matmuls may run in TF32.
+
 Usage::
 
   python -m benchmarks.flax_rnn                # ~2 minutes on CPU-2
   python -m benchmarks.flax_rnn --cells=lstm --sizes=512x64x50
+  python -m benchmarks.flax_rnn --sizes=256x64x100,1024x64x100 \
+      --dtypes=float32,bfloat16     # the GPU settings
 
 The suite, ``python -m benchmarks --only=flax_rnn``, runs it as a user does
 (unpinned, every core) and pinned to one core, 3 times each in fresh
@@ -57,24 +64,28 @@ from vcrnn_jax import cells, linen
 from vcrnn_jax.unroll import unroll
 
 CELLS = ('elman', 'gru', 'lstm')
+# Computation dtypes by name (--dtypes); None computes in the params' float32.
+DTYPES = {'float32': None, 'bfloat16': jnp.bfloat16}
 # The cells whose flax counterpart computes the same function (docstring).
 SAME_MATHS = ('elman', 'lstm')
 # The suite's table (python -m benchmarks): the headline ratio columns
 # (fnmatch patterns), then the time columns shown beside them.
 RATIOS = ('ours/flax', 'linen/flax')
 TIMES = ('ms_flax',)
-QUICK = ['--sizes=16x4x10', '--repeats=2']
+QUICK = ['--sizes=16x4x10', '--repeats=2', '--dtypes=float32,bfloat16']
 # Our cell, our Linen module and flax's, by cell name.
 _OURS = {'elman': cells.elman, 'gru': cells.gru, 'lstm': cells.lstm}
 _LINEN = {'elman': linen.Elman, 'gru': linen.GRU, 'lstm': linen.LSTM}
 
 
-def _flax_cell(name: str, hidden: int, lstm: str) -> nn.RNNCellBase:
+def _flax_cell(name: str, hidden: int, lstm: str,
+               dtype=None) -> nn.RNNCellBase:
   if name == 'elman':
-    return nn.SimpleCell(hidden)
+    return nn.SimpleCell(hidden, dtype=dtype)
   if name == 'gru':
-    return nn.GRUCell(hidden)
-  return (nn.OptimizedLSTMCell if lstm == 'optimized' else nn.LSTMCell)(hidden)
+    return nn.GRUCell(hidden, dtype=dtype)
+  lstm_cell = nn.OptimizedLSTMCell if lstm == 'optimized' else nn.LSTMCell
+  return lstm_cell(hidden, dtype=dtype)
 
 
 def _flax_params(name: str, ours: dict) -> dict:
@@ -89,20 +100,23 @@ def _mse(ys) -> jax.Array:
   return jnp.mean(jnp.square(ys))
 
 
-def variants(name: str, hidden: int, xs: jax.Array, lstm: str) -> dict:
+def variants(name: str, hidden: int, xs: jax.Array, lstm: str,
+             dtype=None) -> dict:
   """``{variant: (jitted value_and_grad, params)}`` for (a), (b) and (c).
 
-  Each function takes ``(params, xs)`` and differentiates the params.
+  Each function takes ``(params, xs)`` and differentiates the params, which
+  are float32; ``dtype`` is the computation dtype of all three (None: the
+  params').
   """
-  cell = _OURS[name](hidden)
+  cell = _OURS[name](hidden, dtype=dtype)
   ours = cell.init(jax.random.key(0), xs.shape[-1])
 
   def loss_ours(params, xs):
     state = cell.initial_state(xs.shape[0])
     return _mse(unroll(cell, params, state, xs)[1])
 
-  rnn_linen = nn.RNN(_LINEN[name](hidden))
-  rnn_flax = nn.RNN(_flax_cell(name, hidden, lstm))
+  rnn_linen = nn.RNN(_LINEN[name](hidden, dtype=dtype))
+  rnn_flax = nn.RNN(_flax_cell(name, hidden, lstm, dtype))
   if name in SAME_MATHS:
     flax_params = _flax_params(name, ours)
   else:   # flax's GRU has params of its own
@@ -111,21 +125,40 @@ def variants(name: str, hidden: int, xs: jax.Array, lstm: str) -> dict:
   def loss_module(rnn):
     return lambda params, xs: _mse(rnn.apply({'params': params}, xs))
 
+  def loss_flax(params, xs):
+    # flax's cells start from a carry in their params' dtype and return one
+    # in the computation dtype, which lax.scan refuses: start it in the
+    # computation dtype.
+    carry = rnn_flax.cell.initialize_carry(jax.random.key(0), xs[:, 0].shape)
+    carry = jax.tree.map(lambda c: c.astype(dtype or c.dtype), carry)
+    return _mse(rnn_flax.apply({'params': params}, xs, initial_carry=carry))
+
   grad = lambda f: jax.jit(jax.value_and_grad(f))
   return {'ours': (grad(loss_ours), ours),
           'linen': (grad(loss_module(rnn_linen)), {'cell': {'cell': ours}}),
-          'flax': (grad(loss_module(rnn_flax)), {'cell': flax_params})}
+          'flax': (grad(loss_flax), {'cell': flax_params})}
 
 
-def check_losses(name: str, losses: dict) -> str:
+def loss_rtol(dtype: str, backend: str) -> float:
+  """How far apart the losses of variants computing one function may be:
+  float32 on a CPU rounds alike; a GPU's float32 matmuls may run in TF32
+  (10-bit mantissa) and bfloat16 has an 8-bit one, in whichever order each
+  implementation sums."""
+  if dtype == 'bfloat16':
+    return 5e-2
+  return 1e-3 if backend == 'cpu' else 1e-2
+
+
+def check_losses(name: str, losses: dict, rtol: float = 1e-3) -> str:
   """``'same'`` or ``'differs'``: whether flax's cell computes ours.
 
   Raises RuntimeError if variants that compute the same function (ours and
-  our Linen module always; flax's too for ``SAME_MATHS``) disagree.
+  our Linen module always; flax's too for ``SAME_MATHS``) disagree by more
+  than ``rtol``.
   """
   same = name in SAME_MATHS
   values = {k: float(v) for k, v in losses.items() if same or k != 'flax'}
-  if not np.allclose(list(values.values()), values['ours'], rtol=1e-3):
+  if not np.allclose(list(values.values()), values['ours'], rtol=rtol):
     raise RuntimeError(f'{name}: the variants compute different losses '
                        f'{values}; they should agree.')
   return 'same' if same else 'differs'
@@ -171,6 +204,10 @@ def main(argv=None) -> list[dict]:
   parser.add_argument('--repeats', type=int, default=10,
                       help='timed calls per variant (median); the variants '
                       'take turns so load hits them alike')
+  parser.add_argument('--dtypes', default='float32',
+                      help='comma-separated computation dtypes, of: '
+                      + ', '.join(DTYPES) + ' (params stay float32; '
+                      "flax's meaning of dtype)")
   _cli.add_quick(parser, QUICK)
   args = _cli.parse(parser, argv, QUICK)
   names = [n for n in args.cells.split(',') if n]
@@ -182,33 +219,47 @@ def main(argv=None) -> list[dict]:
   except ValueError:
     parser.error(f'--sizes must be HIDDENxBATCHxT[,...] of positive '
                  f'integers, got {args.sizes!r}')
+  dtypes = [d for d in args.dtypes.split(',') if d]
+  if not dtypes or set(dtypes) - set(DTYPES):
+    parser.error(f'--dtypes takes names of {", ".join(DTYPES)}; got '
+                 f'{args.dtypes!r}')
   if args.input_size < 1 or args.repeats < 1:
     parser.error('--input_size and --repeats must be >= 1')
   print(f'jax {jax.__version__} on {jax.devices()[0].device_kind} '
         f'({jax.default_backend()}); value_and_grad of an MSE over T steps, '
         f'{args.input_size} input features, median of {args.repeats}; '
         f'flax LSTM: {args.flax_lstm}')
-  print(f'{"cell":>5} {"hidden":>6} {"batch":>5} {"T":>4} {"maths":>7} '
-        f'{"ours ms":>8} {"linen ms":>8} {"flax ms":>8} {"ours/flax":>9} '
-        f'{"linen/flax":>10}')
+  print(f'{"cell":>5} {"hidden":>6} {"batch":>5} {"T":>4} {"dtype":>8} '
+        f'{"maths":>7} {"ours ms":>8} {"linen ms":>8} {"flax ms":>8} '
+        f'{"ours/flax":>9} {"linen/flax":>10}')
   rows = []
   for name in names:
     for hidden, batch, steps in sizes:
       xs = jax.random.normal(jax.random.key(1),
                              (batch, steps, args.input_size))
-      med, losses = time_variants(
-          variants(name, hidden, xs, args.flax_lstm), xs, args.repeats)
-      row = {'cell': name, 'hidden': hidden, 'batch': batch, 'T': steps,
-             'maths': check_losses(name, losses),
-             **{f'ms_{k}': v * 1e3 for k, v in med.items()},
-             'ours/flax': med['ours'] / med['flax'],
-             'linen/flax': med['linen'] / med['flax']}
-      rows.append(row)
-      print(f'{name:>5} {hidden:>6} {batch:>5} {steps:>4} {row["maths"]:>7} '
-            f'{row["ms_ours"]:>8.2f} {row["ms_linen"]:>8.2f} '
-            f'{row["ms_flax"]:>8.2f} {row["ours/flax"]:>9.3f} '
-            f'{row["linen/flax"]:>10.3f}', flush=True)
+      for dtype in dtypes:
+        rows.append(_row(name, hidden, xs, dtype, args))
   return rows
+
+
+def _row(name: str, hidden: int, xs: jax.Array, dtype: str, args) -> dict:
+  """Times (a), (b) and (c) of one cell, size and dtype; prints the row."""
+  batch, steps = xs.shape[:2]
+  med, losses = time_variants(
+      variants(name, hidden, xs, args.flax_lstm, DTYPES[dtype]), xs,
+      args.repeats)
+  row = {'cell': name, 'hidden': hidden, 'batch': batch, 'T': steps,
+         'dtype': dtype,
+         'maths': check_losses(name, losses,
+                               loss_rtol(dtype, jax.default_backend())),
+         **{f'ms_{k}': v * 1e3 for k, v in med.items()},
+         'ours/flax': med['ours'] / med['flax'],
+         'linen/flax': med['linen'] / med['flax']}
+  print(f'{name:>5} {hidden:>6} {batch:>5} {steps:>4} {dtype:>8} '
+        f'{row["maths"]:>7} {row["ms_ours"]:>8.2f} {row["ms_linen"]:>8.2f} '
+        f'{row["ms_flax"]:>8.2f} {row["ours/flax"]:>9.3f} '
+        f'{row["linen/flax"]:>10.3f}', flush=True)
+  return row
 
 
 if __name__ == '__main__':

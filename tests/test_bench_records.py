@@ -39,7 +39,8 @@ def test_record_holds_provenance_settings_and_aggregated_rows(tmp_path):
       record['versions'])
   assert record['settings'] == {
       'quick': True, 'repeats': 2, 'affinities': ['unpinned', 'pinned'],
-      'pinned_cpu': 0, 'in_process': False}
+      'pinned_cpu': 0, 'in_process': False, 'flags': []}
+  assert record['machine']['device'].endswith('(cpu)')
   assert record['ratios'] == ['ours/flax', 'linen/flax']
   row, = record['rows']
   assert row['ours/flax']['unpinned'] == {'median': 1.3, 'min': 1.2,
@@ -116,3 +117,16 @@ def test_generator_writes_and_checks_benchmark_tables(tmp_path):
                                         '--noquote', '--check'],
                         cwd=REPO, capture_output=True, text=True)
   assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_provenance_names_a_gpu_and_the_flags_given():
+  record = _make(quick=False)
+  record['machine']['device'] = 'NVIDIA H200 (gpu)'
+  record['settings']['flags'] = ['--sizes=256x64x100', '--dtypes=bfloat16']
+  line = bench_records.provenance(record)
+  assert 'on box (NVIDIA H200 (gpu); ' in line
+  assert 'flags `--sizes=256x64x100 --dtypes=bfloat16`;' in line
+  record['machine']['device'] = 'cpu (cpu)'
+  record['settings']['flags'] = []
+  line = bench_records.provenance(record)
+  assert '(cpu)' not in line and 'default settings;' in line

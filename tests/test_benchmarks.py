@@ -82,9 +82,12 @@ def _check_compile_time(rows):
 
 
 def _check_flax_rnn(rows):
-  # Elman and LSTM compute flax's maths (losses checked).
-  assert [(r['cell'], r['maths']) for r in rows] == [
-      ('elman', 'same'), ('gru', 'differs'), ('lstm', 'same')]
+  # Elman and LSTM compute flax's maths (losses checked), in float32 and in
+  # bfloat16 (--quick times both).
+  assert [(r['cell'], r['dtype'], r['maths']) for r in rows] == [
+      (c, d, m) for c, m in (('elman', 'same'), ('gru', 'differs'),
+                             ('lstm', 'same'))
+      for d in ('float32', 'bfloat16')]
   assert all(_positive(r, ('ms_ours', 'ms_linen', 'ms_flax', 'ours/flax',
                            'linen/flax')) for r in rows)
 
@@ -96,7 +99,7 @@ CHECKS = {'act_loop': _check_act_loop, 'rehn_depth': _check_rehn_depth,
 # The table headers docs/performance.md reads.
 HEADERS = {'skip_inference': '| hidden | batch | rows |',
            'compile_time': '| binary | data | params | lower_s |',
-           'flax_rnn': '| cell | hidden | batch | T | maths |'}
+           'flax_rnn': '| cell | hidden | batch | T | dtype | maths |'}
 
 
 def test_every_benchmark_of_the_suite_is_checked():

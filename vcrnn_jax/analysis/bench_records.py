@@ -25,12 +25,13 @@ key             what
 ``benchmark``   the benchmark's module name (``act_loop``)
 ``command``     the command line that made the record
 ``commit``      the tree's HEAD, and ``dirty`` (uncommitted changes in it)
-``machine``     the machine's name, CPU model, cores and memory
+``machine``     the machine's name, CPU model, cores and memory, and the
+                ``device`` the benchmark ran on
 ``versions``    Python and the packages that change numbers
 ``started``     when the runs started (UTC, ISO 8601)
 ``seconds``     wall seconds of all of the benchmark's runs
 ``settings``    ``quick``, ``repeats`` (per affinity), ``affinities``,
-                ``pinned_cpu``
+                ``pinned_cpu``, ``flags`` (given instead of the defaults)
 ``ratios``      the headline ratio columns (``fnmatch`` patterns)
 ``times``       the time columns shown beside them
 ``rows``        :func:`aggregate`'s rows
@@ -227,12 +228,16 @@ def provenance(record: Mapping[str, Any]) -> str:
   memory = f', {m["memory_gib"]} GiB' if m.get('memory_gib') else ''
   pinned = (f' (pinned: to CPU {s["pinned_cpu"]})'
             if 'pinned' in s['affinities'] else '')
+  device = m.get('device') or ''
+  device = '' if device.endswith('(cpu)') or not device else f'{device}; '
+  flags = s.get('flags') or []
+  settings = ('quick settings' if s['quick'] else
+              f'flags `{" ".join(flags)}`' if flags else 'default settings')
   return (f'`{record["command"]}` at commit {record["commit"][:7]}'
           f'{" (dirty)" if record.get("dirty") else ""} on '
-          f'{m.get("name") or "an unnamed machine"} ({m.get("cpu")}, '
+          f'{m.get("name") or "an unnamed machine"} ({device}{m.get("cpu")}, '
           f'{m.get("cores")} cores{memory}), {record["started"][:10]}; '
-          f'{stack}; {"quick" if s["quick"] else "default"} settings; '
-          f'{_runs_text(s)}{pinned}.')
+          f'{stack}; {settings}; {_runs_text(s)}{pinned}.')
 
 
 def _runs_text(settings: Mapping[str, Any]) -> str:
