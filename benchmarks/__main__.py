@@ -28,8 +28,9 @@ core, theirs do not; the unpinned ones are what a user sees.
 repeats, no pinning): a quick look at a change.
 
 Each benchmark's docstring says what its columns measure. Not in the
-suite: ``ponder_tail`` (it reads a trained run's checkpoint) and
-``processes`` (it starts several processes).
+suite: ``ponder_tail`` (it reads a trained run's checkpoint),
+``processes`` (it starts several processes) and ``paper_throughput`` (it
+reads training runs; ``benchmarks/gpu_evidence.sh`` makes them).
 """
 
 import argparse

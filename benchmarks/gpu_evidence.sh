@@ -23,8 +23,9 @@
 # smoke test on a CPU (a minute or two). Corpora are read from $DATA
 # (default .gpu/data, a folder holding ptb/ in Mikolov's layout); wheels in
 # .whl/ are installed first (packages the GPU machine lacks); a git bundle
-# .gpu/repo.bundle makes a tree without .git a checkout of its commit, so
-# that manifests and records name it. docs/performance.md, "On a GPU", says
+# .gpu/repo.bundle (git bundle create .gpu/repo.bundle HEAD, from a clean
+# tree) makes the copy a checkout of its commit, so that manifests and
+# records name it. docs/performance.md, "On a GPU", says
 # how the results are turned into pages.
 set -u
 OUT=$(mkdir -p "${1:?usage: gpu_evidence.sh OUT [SECONDS] [quick]}" && cd "$1" && pwd)
@@ -71,10 +72,14 @@ if compgen -G '.whl/*.whl' > /dev/null; then
     --upgrade --target /tmp/site .whl/*.whl >> "$LOG" 2>&1
   export PYTHONPATH=/tmp/site
 fi
-if ! git rev-parse HEAD > /dev/null 2>&1 && [ -f .gpu/repo.bundle ]; then
-  git init -q . && git config core.fileMode false \
+# The device's copy of the tree may hold no .git, or the .git of an earlier
+# commit beside today's files: HEAD is made the bundle's commit (the files
+# stay as they came), so a tree sent clean reads clean.
+if [ -f .gpu/repo.bundle ]; then
+  { git rev-parse --git-dir > /dev/null 2>&1 || git init -q .; } \
+    && git config core.fileMode false \
     && git fetch -q .gpu/repo.bundle HEAD && git reset -q FETCH_HEAD \
-    && printf '.gpu/\n.whl/\n' >> .git/info/exclude
+    && printf '.gpu/\n.whl/\n' >> "$(git rev-parse --git-dir)/info/exclude"
 fi
 say "commit $(git rev-parse --short HEAD 2>/dev/null || echo none)," \
     "changed files: $(git status --porcelain --untracked-files=no 2>/dev/null | wc -l)"

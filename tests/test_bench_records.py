@@ -50,7 +50,8 @@ def test_record_holds_provenance_settings_and_aggregated_rows(tmp_path):
   text = path.read_text()
   # One line per measurement's statistics, the columns in their order.
   assert '"unpinned": {"median": 1.3, "min": 1.2, "max": 1.4, "n": 2}' in text
-  assert bench_records.read_records(path.parent) == [json.loads(text)]
+  assert bench_records.read_records(path.parent) == [
+      {**json.loads(text), 'name': 'flax_rnn'}]
   assert list(json.loads(text)['rows'][0]) == list(RUNS['unpinned'][0][0])
 
 
@@ -130,3 +131,14 @@ def test_provenance_names_a_gpu_and_the_flags_given():
   record['settings']['flags'] = []
   line = bench_records.provenance(record)
   assert '(cpu)' not in line and 'default settings;' in line
+
+
+def test_records_of_another_machine_are_read_from_a_subfolder(tmp_path):
+  record = _make()
+  _record.write(record, tmp_path)
+  _record.write(record, tmp_path / 'h200')
+  names = [r['name'] for r in bench_records.read_records(tmp_path)]
+  assert names == ['flax_rnn', 'h200/flax_rnn']
+  outs = results.benchmark_outputs(bench_records.read_records(tmp_path))
+  assert [o.path for o in outs] == ['performance/flax_rnn.md',
+                                    'performance/h200/flax_rnn.md']

@@ -284,7 +284,9 @@ def skip(
     features: ``(state, y) -> [batch, F]`` features the gate reads (S3);
       defaults to ``y``.
     hard: False (default): the training path. True: the inference path
-      (see above).
+      (see above), which saves time on a CPU; on a GPU the branch costs
+      more than the skipped step saves (0.95-1.95x the soft path on an
+      H200; docs/performance.md, "On a GPU").
     compact_rows: the hard path's batching: None (default) runs the cell
       on the whole batch when any row updates; ``m`` runs it on the
       smallest multiple of ``m`` rows that holds the updating rows (pays

@@ -546,7 +546,11 @@ _CELL_ARGS_DOC = r"""
       \sigma(b)` at init, whatever the input).
     hard: False (default): the paper's soft mask, differentiable, full
       cost. True: the inference path (see above); ignores ``sharpness`` and
-      ``epsilon``; gives no gradient to the scheduler.
+      ``epsilon``; gives no gradient to the scheduler. It saves time on a
+      CPU only: on a GPU each step is a few small kernels whatever its
+      size, and the hard path measured 2.6-4.8x slower than the full step
+      (7x with ``compact_rows``) on an H200 (docs/performance.md, "On a
+      GPU").
     block_sizes: the hard path's static sizes: an int ``n`` (the multiples
       of ``D / n``, rounded up; default 8) or an increasing sequence (``D``
       is added when missing).

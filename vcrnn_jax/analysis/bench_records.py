@@ -35,6 +35,7 @@ key             what
 ``ratios``      the headline ratio columns (``fnmatch`` patterns)
 ``times``       the time columns shown beside them
 ``rows``        :func:`aggregate`'s rows
+``note``        optional: what a reader must know of the provenance
 ==============  ==============================================================
 
 :func:`fragment` turns a record into the Markdown that docs/performance.md
@@ -237,7 +238,8 @@ def provenance(record: Mapping[str, Any]) -> str:
           f'{" (dirty)" if record.get("dirty") else ""} on '
           f'{m.get("name") or "an unnamed machine"} ({device}{m.get("cpu")}, '
           f'{m.get("cores")} cores{memory}), {record["started"][:10]}; '
-          f'{stack}; {settings}; {_runs_text(s)}{pinned}.')
+          f'{stack}; {settings}; {_runs_text(s)}{pinned}.'
+          + (f' Note: {record["note"]}.' if record.get('note') else ''))
 
 
 def _runs_text(settings: Mapping[str, Any]) -> str:
@@ -283,18 +285,22 @@ def record_text(record: Mapping[str, Any]) -> str:
 
 
 def read_records(folder) -> list[dict]:
-  """Every benchmark record in ``folder`` (``*.json``), in file order;
-  none when the folder is missing.
+  """Every benchmark record in ``folder`` (``*.json``) and in its
+  subfolders, one per machine (``h200/act_loop.json``), in path order; none
+  when the folder is missing. Each record read gets ``name``: its path in
+  ``folder`` without ``.json`` (``act_loop``, ``h200/act_loop``), the name
+  of its table.
 
   Raises:
     ValueError: a file that is not a benchmark record of :data:`FORMAT`.
   """
   folder = pathlib.Path(folder)
   out = []
-  for path in sorted(folder.glob('*.json')):
+  for path in sorted(folder.rglob('*.json')):
     record = json.loads(path.read_text(encoding='utf-8'))
     if record.get('format') != FORMAT or 'benchmark' not in record:
       raise ValueError(f'{path}: not a benchmark record of format '
                        f'{FORMAT}.')
+    record['name'] = path.relative_to(folder).with_suffix('').as_posix()
     out.append(record)
   return out

@@ -105,9 +105,11 @@ def verification_table(groups: Mapping[str, Sequence[Mapping[str, Any]]],
 
 def benchmark_outputs(benchmarks: Sequence[Mapping[str, Any]]
                       ) -> list[records.Output]:
-  """``performance/<benchmark>.md`` per benchmark record: its provenance
-  line and table (:func:`~vcrnn_jax.analysis.bench_records.fragment`)."""
-  return [records.Output(f'performance/{r["benchmark"]}.md',
+  """``performance/<name>.md`` per benchmark record (``name`` as
+  :func:`~vcrnn_jax.analysis.bench_records.read_records` gives it, else the
+  benchmark's): its provenance line and table
+  (:func:`~vcrnn_jax.analysis.bench_records.fragment`)."""
+  return [records.Output(f'performance/{r.get("name", r["benchmark"])}.md',
                          text=bench_records.fragment(r)) for r in benchmarks]
 
 
