@@ -297,6 +297,22 @@ def test_act_headline_counts_seeds_and_decides_by_its_criterion():
   assert 'the claim is **partly**' in act_results.main_command_text(wide, [])
 
 
+def test_act_gpu_run_is_a_curve_with_its_device_and_note():
+  from vcrnn_jax.papers.act import results as act_results
+  run = _act_record(0, 0.777, steps=6000)
+  run['curve'] = [{'step': 100, 'sequence_error': 0.821, 'ponder': 2.77},
+                  {'step': 6000, 'sequence_error': 0.777, 'ponder': 5.68}]
+  run['starts'] = [{'device': {'kind': 'NVIDIA H200', 'platform': 'gpu'}}]
+  run['note'] = 'Stopped by the time limit.'
+  text = act_results.curve_table(run)
+  assert '| 6,000 | 77.7% | 5.68 |' in text
+  assert 'Device: NVIDIA H200. Stopped by the time limit.' in text
+  outs = act_results.outputs({act_results.MAIN: [_act_record(0, 0.01)],
+                              act_results.ADDITION_GPU: [run]})
+  gpu, = [o for o in outs if o.path == 'act/addition_h200.md']
+  assert gpu.text.startswith('| step | sequence error | ponder |')
+
+
 def test_act_ponder_slope_from_the_difficulty_report():
   from vcrnn_jax.papers.act import results as act_results
   run = {'tables': {'difficulty': [

@@ -8,7 +8,9 @@ The experiments (folders of records) this module reads:
 * ``act/parity_noact``: the same network without ACT (``--act=false``);
 * ``act/parity_avx2``: the main command with XLA limited to AVX2 on the
   same machine, and ``act/parity_older``: the main command's records made
-  by older code; each against ``act/parity``, seed by seed.
+  by older code; each against ``act/parity``, seed by seed;
+* ``act/addition_h200``: ACT addition at the paper's size on a GPU, for
+  the minutes a device lease allows (``act/addition_h200.md``: its curve).
 
 :func:`outputs` turns them into the fragments the pages and README.md
 include (``act/main_command.md``: the headline, mean ± standard deviation
@@ -32,6 +34,10 @@ AVX2 = 'act/parity_avx2'
 # The main command's records made by older code: what a rounding-level
 # change of the code moves.
 OLDER = 'act/parity_older'
+# ACT addition at the paper's size (LSTM-512, M 20) on a GPU, for as many
+# updates as a short device lease allows: a throughput and early-learning
+# record, not a result (the paper trains 16M updates).
+ADDITION_GPU = 'act/addition_h200'
 # Graves 2016, Fig. 4: ACT with tau <= 0.03 ends below this sequence error.
 PAPER_ERROR = 0.05
 # Graves 2016, Sec. 3.1: without ACT the error is "almost 40%".
@@ -269,6 +275,21 @@ def headline_text(main: Sequence[Mapping[str, Any]],
   return text + '.\n'
 
 
+def curve_table(record: Mapping[str, Any], status: str = '') -> str:
+  """One run's evaluations: sequence error and ponder at every step it
+  recorded; then its provenance, device and note."""
+  rows = [[f'{p["step"]:,}', _pct(p['sequence_error']), f'{p["ponder"]:.2f}']
+          for p in record['curve']]
+  device = next((s['device']['kind'] for s in record.get('starts', [])
+                 if s.get('device')), None)
+  note = record.get('note')
+  return (records.table(['step', 'sequence error', 'ponder'], rows) + '\n'
+          + records.provenance([record])
+          + (f' Device: {device}.' if device else '')
+          + (f' {note}' if note else '') + (f' {status}' if status else '')
+          + '\n')
+
+
 def seeds_table(main: Sequence[Mapping[str, Any]], status: str = '') -> str:
   """Per seed: the error at a third, two thirds and the end of training,
   the final ponder, the wall time and the rate; then mean ± std."""
@@ -418,6 +439,10 @@ def outputs(groups: Mapping[str, Sequence[Mapping[str, Any]]],
     out.append(records.Output(f'act/{slug}.md', seeds_table(
         twins, verify.status_line(name, twins, statuses)) if twins else
         'No record yet.\n'))
+  gpu = groups.get(ADDITION_GPU, [])
+  out.append(records.Output('act/addition_h200.md', curve_table(
+      gpu[0], verify.status_line(ADDITION_GPU, gpu, statuses)) if gpu else
+      'No record yet.\n'))
   diff = difficulty_table(main)
   if diff:
     data = difficulty_data(main)
