@@ -184,7 +184,7 @@ def _setting(value: Any) -> str:
   if value is None:
     return '-'
   if isinstance(value, float):
-    return f'{value:g}'
+    return f'{value:.4g}'
   return str(value)
 
 
