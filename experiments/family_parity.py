@@ -32,11 +32,13 @@ extrapolation's elements 49-96 would never be non-zero in training.
 
 Recorded on CPU-2 (2 cores; three seeds per configuration;
 docs/results/family.md has the tables, figures and commands). At 16
-elements, GRU 64, 50,000 updates::
+elements, GRU 64, 30,000 updates, 10,000 held-out vectors per evaluation::
 
   python -m experiments.family_parity --setting=interpolation --bits=16 \
-      --hidden_size=64 --steps=50000 --eval_every=5000 \
-      --count_batch_size=500 --method=<m> [--tau=<t> | --rho=<r>] --seed=<s>
+      --hidden_size=64 --steps=30000 --eval_every=5000 \
+      --eval_batch_size=10000 --count_batch_size=500 --method=<m> \
+      [--tau=<t> | --rho=<r> | --kl=<kl> --ponder_epsilon=<e> \
+       | --lambda_p=<l>] --seed=<s>
 
 What each method reaches, seed by seed, and the verdict on each claim by
 its criterion, are generated from the run records on docs/results/family.md.
