@@ -57,6 +57,17 @@ import jax.numpy as jnp
 
 from vcrnn_jax.core import check_positive_int
 
+__all__ = [
+    'check_compact_rows',
+    'bucket_sizes',
+    'halving_sizes',
+    'bucket_index',
+    'order_rows',
+    'take',
+    'put',
+    'switch_rows',
+]
+
 PyTree = Any
 
 

@@ -61,6 +61,24 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+__all__ = [
+    'field_docs',
+    'Context',
+    'Cell',
+    'check_cell',
+    'as_context',
+    'shape_probe_context',
+    'fold_in',
+    'ignore_context',
+    'cell_output',
+    'select_rows',
+    'check_bool',
+    'check_positive_int',
+    'param_dtype_of',
+    'InputSizeError',
+    'check_apply_args',
+]
+
 PyTree = Any
 Params = Any
 State = Any

@@ -4,6 +4,8 @@ import os
 import pathlib
 import tempfile
 
+__all__ = ['atomic_write']
+
 PathLike = str | os.PathLike
 
 

@@ -19,6 +19,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+__all__ = [
+    'sequence_error_rate',
+    'bits_per_symbol',
+    'perplexity',
+    'squared_error_sums',
+    'classification_sums',
+]
+
 _LN2 = math.log(2.0)
 
 

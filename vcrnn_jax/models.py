@@ -18,6 +18,13 @@ from vcrnn_jax.core import (
 )
 from vcrnn_jax.unroll import unroll
 
+__all__ = [
+    'SequenceModel',
+    'sequence_model',
+    'symmetric_uniform',
+    'language_model',
+]
+
 
 class SequenceModel(NamedTuple):
   """``init(key, input_size) -> params``; ``apply(params, xs, lengths=None, *,

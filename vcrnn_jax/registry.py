@@ -32,6 +32,17 @@ from typing import Any
 from vcrnn_jax import cells, rehn, vc
 from vcrnn_jax.core import Cell, check_positive_int
 
+__all__ = [
+    'Entry',
+    'CELLS',
+    'ALIASES',
+    'canonical',
+    'entry',
+    'names',
+    'options',
+    'build_cell',
+]
+
 
 @dataclasses.dataclass(frozen=True)
 class Entry:

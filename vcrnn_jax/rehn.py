@@ -52,6 +52,18 @@ from vcrnn_jax.core import (
   select_rows,
 )
 
+__all__ = [
+    'RHNState',
+    'REHNOutput',
+    'rhn',
+    'srhn',
+    'ELASTIC_LOOP',
+    'elastic_gate',
+    'depth_bound',
+    'srehn',
+    'ei_rehn',
+]
+
 
 @field_docs
 class RHNState(NamedTuple):

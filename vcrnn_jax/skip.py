@@ -47,6 +47,8 @@ from vcrnn_jax.core import (
   shape_probe_context,
 )
 
+__all__ = ['SkipState', 'SkipOutput', 'skip', 'budget_loss']
+
 
 @field_docs
 class SkipState(NamedTuple):

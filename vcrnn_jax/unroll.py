@@ -8,6 +8,8 @@ import numpy as np
 
 from vcrnn_jax.core import Cell, Context, as_context, select_rows
 
+__all__ = ['unroll']
+
 
 def _check_lengths(lengths, batch: int, time: int) -> jax.Array:
   lengths = jnp.asarray(lengths)

@@ -62,6 +62,19 @@ from vcrnn_jax.core import (
   field_docs,
 )
 
+__all__ = [
+    'VCOutput',
+    'paper_sharpness',
+    'soft_mask',
+    'SHELL_WIDTH',
+    'vcrnn',
+    'vcgru',
+    'penalty',
+    'guide_targets',
+    'multiplications',
+    'rnn_equivalent_dim',
+]
+
 # step (int32 scalar array) -> sharpness lambda, as an optax schedule.
 Schedule = Callable[[jax.Array], jax.Array]
 

@@ -61,6 +61,22 @@ import pathlib
 import statistics
 from typing import Any
 
+__all__ = [
+    'FORMAT',
+    'AFFINITIES',
+    'named',
+    'stats',
+    'aggregate',
+    'measured',
+    'headline',
+    'cell',
+    'markdown_table',
+    'provenance',
+    'fragment',
+    'record_text',
+    'read_records',
+]
+
 FORMAT = 1
 # The affinities in the order the tables show them: the first one run is
 # the headline.

@@ -45,6 +45,22 @@ from typing import Any
 
 from vcrnn_jax.files import PathLike
 
+__all__ = [
+    'FORMAT',
+    'FILE',
+    'ISA_FLAGS',
+    'ENV_KEYS',
+    'data_digests',
+    'cpu_info',
+    'device_info',
+    'source_tree',
+    'command_line',
+    'capture',
+    'append',
+    'read',
+    'problems',
+]
+
 FORMAT = 1
 FILE = 'manifest.jsonl'
 # Instruction sets that change the kernels XLA:CPU emits (vector width,

@@ -29,6 +29,18 @@ import numpy as np
 
 from vcrnn_jax.core import check_positive_int
 
+__all__ = [
+    'matplotlib_api',
+    'new_figure',
+    'save',
+    'byte_labels',
+    'symbol_labels',
+    'plot_over_text',
+    'check_layers',
+    'label_stride',
+    'layer_offsets',
+]
+
 
 def matplotlib_api():
   """Imports matplotlib's object API, with a clear error if it is missing."""

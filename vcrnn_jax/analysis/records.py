@@ -81,6 +81,52 @@ from typing import Any, NamedTuple
 
 from vcrnn_jax.files import atomic_write
 
+__all__ = [
+    'FORMAT',
+    'PACKAGES',
+    'MAX_POINTS',
+    'MAX_LIST',
+    'MAX_TABLE_BYTES',
+    'METRICS_FILE',
+    'FLAGS_FILE',
+    'RESULTS_FILE',
+    'read_metrics',
+    'held_out_keys',
+    'thin',
+    'curve',
+    'wall_seconds',
+    'versions',
+    'machine',
+    'tree_commit',
+    'read_table',
+    'binary_of',
+    'fingerprint',
+    'make_record',
+    'record_text',
+    'write_record',
+    'find_runs',
+    'run_name',
+    'read_records',
+    'value',
+    'mean_std',
+    'aggregate',
+    'markdown_table',
+    'table',
+    'seeds_text',
+    'provenance',
+    'content_hash',
+    'MANIFEST',
+    'Output',
+    'write_outputs',
+    'stale_outputs',
+    'marked_blocks',
+    'fill_blocks',
+    'stable_svg',
+    'save_svg',
+    'curve_series',
+    'draw_curves',
+]
+
 FORMAT = 1
 # Packages whose versions can move a result (XLA's code generation is in
 # jaxlib; the initialisers in flax; the optimizers in optax).

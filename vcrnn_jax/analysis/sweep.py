@@ -20,6 +20,20 @@ from vcrnn_jax.files import atomic_write
 from vcrnn_jax.training.checkpoint import Checkpointer
 from vcrnn_jax.training.metric_writer import read_metrics
 
+__all__ = [
+    'MANIFEST_FILENAME',
+    'RUN_INFO_FILENAME',
+    'DIVERGED_FILENAME',
+    'parse_ints',
+    'check_manifest',
+    'read_rows',
+    'run_key',
+    'upsert_rows',
+    'enable_compilation_cache',
+    'latest_step',
+    'add_wall_seconds',
+]
+
 MANIFEST_FILENAME = 'sweep.json'
 RUN_INFO_FILENAME = 'sweep_run.json'
 DIVERGED_FILENAME = 'diverged.txt'

@@ -22,6 +22,22 @@ import math
 import statistics
 from typing import NamedTuple
 
+__all__ = [
+    'MIN_SEEDS',
+    'pct',
+    'Verdict',
+    't_quantile',
+    't_interval',
+    'wilson_interval',
+    'mean_interval_text',
+    'below',
+    'above',
+    'paired',
+    'sign_every_seed',
+    'order',
+    'not_recorded',
+]
+
 MIN_SEEDS = 3
 # Two-sided 95% quantiles of Student's t, by degrees of freedom.
 _T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262,

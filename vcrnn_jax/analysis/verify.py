@@ -30,6 +30,19 @@ import pathlib
 import shlex
 from typing import Any
 
+__all__ = [
+    'RTOL',
+    'ATOL',
+    'STATUSES',
+    'FILE',
+    'first_evaluation',
+    'prefix_command',
+    'status',
+    'representative',
+    'read_statuses',
+    'status_line',
+]
+
 # The tolerance of ``current``, relative. A run is deterministic on one
 # machine (the same command gives the same bits), so any difference comes
 # from the code or from how XLA compiled it for another CPU. Records made

@@ -14,6 +14,8 @@ from vcrnn_jax.core import (
   field_docs,
 )
 
+__all__ = ['ElmanState', 'elman']
+
 
 @field_docs
 class ElmanState(NamedTuple):

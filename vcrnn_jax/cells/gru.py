@@ -14,6 +14,8 @@ from vcrnn_jax.core import (
   field_docs,
 )
 
+__all__ = ['GRUState', 'gru']
+
 
 @field_docs
 class GRUState(NamedTuple):

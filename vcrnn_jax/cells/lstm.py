@@ -14,6 +14,8 @@ from vcrnn_jax.core import (
   field_docs,
 )
 
+__all__ = ['LSTMState', 'lstm']
+
 
 @field_docs
 class LSTMState(NamedTuple):

@@ -18,6 +18,8 @@ from vcrnn_jax.core import (
   shape_probe_context,
 )
 
+__all__ = ['StackOutput', 'stack', 'layer_outputs']
+
 
 @field_docs
 class StackOutput(NamedTuple):

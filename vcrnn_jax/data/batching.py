@@ -28,6 +28,15 @@ import numpy as np
 
 from vcrnn_jax.data.dataset import check_positive
 
+__all__ = [
+    'num_bptt_batches',
+    'bptt_arrays',
+    'bptt_batches',
+    'random_windows',
+    'shuffled_batches',
+    'eval_batches',
+]
+
 
 def _check_stream(stream) -> int:
   if getattr(stream, 'ndim', None) != 1:

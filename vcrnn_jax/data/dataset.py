@@ -26,6 +26,19 @@ import numpy as np
 
 from vcrnn_jax.core import check_positive_int
 
+__all__ = [
+    'Vocab',
+    'Dataset',
+    'SPLITS',
+    'check_fractions',
+    'split_counts',
+    'check_positive',
+    'find_file',
+    'read_bytes',
+    'decode_utf8',
+    'check_ends_with_newline',
+]
+
 PathLike = str | os.PathLike
 
 

@@ -45,6 +45,23 @@ import zlib
 
 from vcrnn_jax.data import har
 
+__all__ = [
+    'CACHE_ENV',
+    'MIRROR_ENV',
+    'DownloadError',
+    'ChecksumError',
+    'FileSpec',
+    'Resource',
+    'PTB_SHA256',
+    'RESOURCES',
+    'DATASET_RESOURCES',
+    'default_cache_dir',
+    'sha256_file',
+    'is_cached',
+    'fetch',
+    'main',
+]
+
 logger = logging.getLogger(__name__)
 
 CACHE_ENV = 'VCRNN_JAX_DATA'

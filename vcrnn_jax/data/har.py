@@ -22,6 +22,16 @@ import numpy as np
 from vcrnn_jax.data import dataset as ds_lib
 from vcrnn_jax.data.dataset import Dataset, PathLike
 
+__all__ = [
+    'ROOT',
+    'ZIP_NAME',
+    'CHANNELS',
+    'CLASSES',
+    'STEPS',
+    'member_paths',
+    'load_uci_har',
+]
+
 ROOT = 'UCI HAR Dataset'
 ZIP_NAME = 'UCI HAR Dataset.zip'
 # The channel order of the widely used LSTM-HAR baselines.

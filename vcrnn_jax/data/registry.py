@@ -23,6 +23,8 @@ from vcrnn_jax.data import download as download_lib
 from vcrnn_jax.data import har, text, thesession
 from vcrnn_jax.data.dataset import Dataset, PathLike
 
+__all__ = ['names', 'load', 'load_or_exit']
+
 _LOADERS: dict[str, Callable[..., Dataset]] = {
     'ptb_word': text.load_ptb_word,
     'ptb_char': text.load_ptb_char,

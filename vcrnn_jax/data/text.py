@@ -21,6 +21,22 @@ import numpy as np
 from vcrnn_jax.data import dataset as ds_lib
 from vcrnn_jax.data.dataset import Dataset, PathLike, Vocab
 
+__all__ = [
+    'EOS',
+    'EOL',
+    'UNK',
+    'DEFAULT_FRACTIONS',
+    'load_ptb_word',
+    'load_ptb_char',
+    'chars_to_bits',
+    'load_ptb_bit',
+    'TEXT8_ALPHABET',
+    'load_text8',
+    'load_enwik8',
+    'load_bytes',
+    'load_text',
+]
+
 EOS = '<eos>'
 EOL = '\n'
 UNK = '<unk>'

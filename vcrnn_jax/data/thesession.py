@@ -36,6 +36,15 @@ import numpy as np
 from vcrnn_jax.data import dataset as ds_lib
 from vcrnn_jax.data.dataset import Dataset, PathLike, Vocab
 
+__all__ = [
+    'END_OF_TUNE',
+    'DEFAULT_FRACTIONS',
+    'FILENAMES',
+    'split_tunes',
+    'merge_durations',
+    'load_thesession',
+]
+
 END_OF_TUNE = '</s>'
 DEFAULT_FRACTIONS = (0.8, 0.1, 0.1)
 # The canonical download's name first, then the name the shared copy uses.

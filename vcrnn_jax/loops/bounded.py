@@ -30,6 +30,8 @@ from vcrnn_jax.loops import residuals as res
 from vcrnn_jax.loops import slots as slot_buffers
 from vcrnn_jax.loops import tracing
 
+__all__ = ['bounded_while_loop']
+
 PyTree = Any
 
 

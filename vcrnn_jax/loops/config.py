@@ -15,6 +15,8 @@ from typing import Any
 from vcrnn_jax import compaction
 from vcrnn_jax.core import check_bool, check_positive_int
 
+__all__ = ['LoopConfig', 'as_loop_config']
+
 
 @dataclasses.dataclass(frozen=True)
 class LoopConfig:

@@ -24,6 +24,8 @@ from vcrnn_jax.loops.bounded import bounded_while_loop
 from vcrnn_jax.loops.config import LoopConfig, as_loop_config
 from vcrnn_jax.loops.scan import masked_scan_loop
 
+__all__ = ['HaltingCarry', 'stage_sizes', 'halting_loop']
+
 PyTree = Any
 
 

@@ -38,6 +38,18 @@ import numpy as np
 
 from vcrnn_jax.loops import tracing
 
+__all__ = [
+    'is_inexact',
+    'Carry',
+    'active_leaves',
+    'make_step',
+    'recompute_vjp',
+    'Linearization',
+    'linearize',
+    'forward',
+    'transpose',
+]
+
 PyTree = Any
 
 

@@ -17,6 +17,8 @@ import jax.numpy as jnp
 from vcrnn_jax.core import check_positive_int, select_rows
 from vcrnn_jax.loops import tracing
 
+__all__ = ['masked_scan_loop']
+
 PyTree = Any
 
 

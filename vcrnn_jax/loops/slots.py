@@ -16,6 +16,8 @@ import jax
 from jax import lax
 import jax.numpy as jnp
 
+__all__ = ['empty', 'index', 'write', 'masked_write', 'thin']
+
 PyTree = Any
 
 

@@ -19,6 +19,8 @@ import jax
 from jax import lax
 import jax.numpy as jnp
 
+__all__ = ['Traced', 'trace_loop_functions', 'closure_convert', 'cast_like']
+
 PyTree = Any
 
 

@@ -13,3 +13,6 @@ name no paper, and nothing below imports from here.
 * :mod:`vcrnn_jax.papers.vc`: Jernite et al. 2017 (the language models, the
   scheduler's analysis and figures).
 """
+
+# Nothing at the package level: the modules listed above are the API.
+__all__ = []

@@ -20,6 +20,24 @@ from vcrnn_jax.papers.family import results as family_results
 from vcrnn_jax.papers.rehn import results as rehn_results
 from vcrnn_jax.papers.vc import results as vc_results
 
+__all__ = [
+    'PAPERS',
+    'RECORDS',
+    'GENERATED',
+    'QUOTING',
+    'RESULT_PAGES',
+    'HISTORY',
+    'BENCHMARK_RECORDS',
+    'PERFORMANCE',
+    'outputs',
+    'verification_table',
+    'benchmark_outputs',
+    'fill_blocks',
+    'fragments',
+    'old_records',
+    'typed_results',
+]
+
 # The paper modules that turn records into outputs, in page order.
 PAPERS = {'act': act_results, 'vc': vc_results, 'rehn': rehn_results,
           'family': family_results}

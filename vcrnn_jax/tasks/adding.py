@@ -29,6 +29,15 @@ import jax.numpy as jnp
 
 from vcrnn_jax.core import check_positive_int
 
+__all__ = [
+    'BASELINE_MSE',
+    'FIRST_FRACTION',
+    'SECOND_FRACTION',
+    'AddingBatch',
+    'sample',
+    'squared_errors',
+]
+
 BASELINE_MSE = 1.0 / 6.0   # Var(a + b) for a, b ~ U(-0.5, 0.5)
 FIRST_FRACTION = 0.1       # the first marker lies in the first 10%
 SECOND_FRACTION = 0.5      # the second in the last 50%

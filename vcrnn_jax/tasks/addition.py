@@ -51,6 +51,14 @@ import jax.numpy as jnp
 
 from vcrnn_jax.tasks import base
 
+__all__ = [
+    'NUM_CLASSES',
+    'END_OF_NUMBER',
+    'num_sum_digits',
+    'cumulative_sum_classes',
+    'task',
+]
+
 NUM_CLASSES = 11  # Ten digits and the end-of-number marker '*'.
 END_OF_NUMBER = 10  # The class of target digits beyond the end of the sum.
 

@@ -41,6 +41,21 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
+__all__ = [
+    'Batch',
+    'Task',
+    'check_int',
+    'check_optional_int',
+    'random_bits',
+    'uniform_ints',
+    'length_mask',
+    'sigmoid_loss',
+    'sigmoid_sequence_errors',
+    'softmax_loss',
+    'softmax_sequence_errors',
+    'make_metrics',
+]
+
 
 class Batch(NamedTuple):
   """A minibatch of a task; variable-length sequences are left-aligned.

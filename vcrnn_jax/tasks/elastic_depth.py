@@ -61,6 +61,22 @@ import numpy as np
 
 from vcrnn_jax.data.dataset import Dataset, split_counts
 
+__all__ = [
+    'NAME',
+    'NUM_SEQUENCES',
+    'SEQ_LEN',
+    'MAX_DEPTH',
+    'THETA',
+    'NOISE_VARIANCE',
+    'SPLIT_FRACTIONS',
+    'INPUT_SIZE',
+    'OUTPUT_SIZE',
+    'Sequences',
+    'generate',
+    'noise_floor',
+    'load',
+]
+
 NAME = 'elastic_depth'
 # The paper's setting, Section 4.1.
 NUM_SEQUENCES = 10_000

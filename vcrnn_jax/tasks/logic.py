@@ -63,6 +63,8 @@ import numpy as np
 
 from vcrnn_jax.tasks import base
 
+__all__ = ['GATE_NAMES', 'NUM_GATE_TYPES', 'TRUTH_TABLES', 'evaluate', 'task']
+
 GATE_NAMES = ('NOR', 'Xq', 'ABJ', 'XOR', 'NAND', 'AND', 'XNOR', 'if/then',
               'then/if', 'OR')
 NUM_GATE_TYPES = len(GATE_NAMES)  # The size of each one-hot gate chunk.

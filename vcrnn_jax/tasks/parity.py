@@ -61,6 +61,8 @@ import jax.numpy as jnp
 
 from vcrnn_jax.tasks import base
 
+__all__ = ['parity_targets', 'LAYOUTS', 'task']
+
 
 def parity_targets(x: jax.Array) -> jax.Array:
   """Parity of the number of +1 entries along the last axis, as float32.

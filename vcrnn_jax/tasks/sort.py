@@ -42,6 +42,8 @@ import jax.numpy as jnp
 
 from vcrnn_jax.tasks import base
 
+__all__ = ['sorted_index_targets', 'task']
+
 
 @functools.partial(jax.jit, static_argnums=2)
 def sorted_index_targets(values: jax.Array, lengths: jax.Array,

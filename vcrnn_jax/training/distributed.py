@@ -65,6 +65,20 @@ import numpy as np
 
 from vcrnn_jax.files import atomic_write
 
+__all__ = [
+    'BEAT_S',
+    'STALE_S',
+    'ACK_S',
+    'GRACE_S',
+    'CONNECT_TIMEOUT_S',
+    'AGREE_TIMEOUT_S',
+    'AgreedError',
+    'exit_now',
+    'Processes',
+    'LOCAL',
+    'initialize',
+]
+
 # How often each process beats, and how long a silent process may stay
 # silent before the others declare it gone. A Python thread beats, so the
 # silence must cover the longest time it can be starved of the GIL; on a

@@ -44,6 +44,15 @@ from vcrnn_jax.metrics import bits_per_symbol
 from vcrnn_jax.models import SequenceModel
 from vcrnn_jax.training.train import Experiment, StepInfo
 
+__all__ = [
+    'MODES',
+    'EVAL_MODES',
+    'LMBatch',
+    'bptt_rows',
+    'LanguageModelTask',
+    'lm_experiment',
+]
+
 MODES = ('windows', 'bptt')
 EVAL_MODES = ('stream', 'windows')
 

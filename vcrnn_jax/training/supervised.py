@@ -34,6 +34,8 @@ from vcrnn_jax.metrics import classification_sums, squared_error_sums
 from vcrnn_jax.models import SequenceModel
 from vcrnn_jax.training.train import Experiment, StepInfo
 
+__all__ = ['TASKS', 'ArrayBatch', 'ArrayTask', 'array_experiment']
+
 TASKS = ('classification', 'regression')
 
 # ys -> {name: [batch, time] per-step values}, averaged over steps and rows.

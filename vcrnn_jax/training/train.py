@@ -46,6 +46,26 @@ from vcrnn_jax.training.metric_writer import (
 )
 from vcrnn_jax.training.progress import Progress, summary_table
 
+__all__ = [
+    'StepInfo',
+    'Experiment',
+    'TrainConfig',
+    'OPTIMIZERS',
+    'TrainState',
+    'TrainResult',
+    'TrainingDiverged',
+    'learning_rate_schedule',
+    'make_optimizer',
+    'clip_by_group_norm',
+    'scale_by_key',
+    'prepare_workdir',
+    'run_keys',
+    'restore_latest_params',
+    'train_step',
+    'evaluate',
+    'train_and_evaluate',
+]
+
 
 class StepInfo(NamedTuple):
   """What the loss of one training step gets besides params and batch."""

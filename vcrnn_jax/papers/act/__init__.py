@@ -6,3 +6,6 @@
   (Sec. 3.5) on the shared language-model trainer;
 * :mod:`~vcrnn_jax.papers.act.sweep`: the tau grid of the paper's figures.
 """
+
+# Nothing at the package level: the modules listed above are the API.
+__all__ = []

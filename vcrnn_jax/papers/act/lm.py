@@ -16,6 +16,8 @@ from vcrnn_jax.models import language_model
 from vcrnn_jax.papers.act import tasks as act_tasks
 from vcrnn_jax.training import lm
 
+__all__ = ['BYTES', 'build_model', 'lm_task', 'ponder_over_text']
+
 BYTES = 256
 
 

@@ -30,6 +30,18 @@ import numpy as np
 from vcrnn_jax.analysis import plots
 from vcrnn_jax.analysis.plots import byte_labels, plot_over_text, symbol_labels
 
+__all__ = [
+    'ERROR_BY_TAU_PNG',
+    'ERROR_VS_PONDER_PNG',
+    'BY_DIFFICULTY_PNG',
+    'plot_error_by_tau',
+    'plot_error_vs_ponder',
+    'plot_by_difficulty',
+    'DIFFICULTY_LABELS',
+    'plot_sweep',
+    'plot_ponder_over_text',
+]
+
 ERROR_BY_TAU_PNG = 'error_by_tau.png'
 ERROR_VS_PONDER_PNG = 'error_vs_ponder.png'
 BY_DIFFICULTY_PNG = 'by_difficulty.png'

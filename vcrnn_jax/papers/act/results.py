@@ -26,6 +26,31 @@ from typing import Any
 
 from vcrnn_jax.analysis import plots, records, verdicts, verify
 
+__all__ = [
+    'MAIN',
+    'NO_ACT',
+    'AVX2',
+    'OLDER',
+    'ADDITION_GPU',
+    'PAPER_ERROR',
+    'PAPER_NO_ACT',
+    'GROWTH_SLOPE',
+    'UNRECORDED',
+    'DIFFICULTY_BINS',
+    'main_command_text',
+    'bound_verdict',
+    'difficulty_slope',
+    'summary_text',
+    'twin_row',
+    'headline_text',
+    'curve_table',
+    'seeds_table',
+    'difficulty_table',
+    'curves_data',
+    'difficulty_data',
+    'outputs',
+]
+
 MAIN = 'act/parity'
 NO_ACT = 'act/parity_noact'
 # The main command with XLA restricted to AVX2 (``XLA_FLAGS=

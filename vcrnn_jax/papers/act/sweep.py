@@ -88,6 +88,29 @@ from vcrnn_jax.training.train import (
   train_and_evaluate,
 )
 
+__all__ = [
+    'RESULTS_FILENAME',
+    'DIFFICULTY_FILENAME',
+    'RUN_KEY',
+    'RESULTS_FIELDS',
+    'DIFFICULTY_FIELDS',
+    'TASKS',
+    'paper_taus',
+    'parse_taus',
+    'format_tau',
+    'RunSpec',
+    'make_grid',
+    'SweepConfig',
+    'default_config',
+    'model_config',
+    'train_config',
+    'check_manifest',
+    'RunOutcome',
+    'run_one',
+    'SweepSummary',
+    'run_sweep',
+]
+
 RESULTS_FILENAME = 'results.csv'
 DIFFICULTY_FILENAME = 'difficulty.csv'
 

@@ -25,6 +25,23 @@ from vcrnn_jax.core import check_positive_int
 from vcrnn_jax.models import sequence_model
 from vcrnn_jax.training.train import Experiment
 
+__all__ = [
+    'CELLS',
+    'PAPER_SETTINGS',
+    'TASKS',
+    'WIKIPEDIA_SETTINGS',
+    'all_difficulties',
+    'TaskConfig',
+    'task_config',
+    'ModelConfig',
+    'paper_model',
+    'step_mask',
+    'build_cell',
+    'build_model',
+    'task_experiment',
+    'evaluate_by_difficulty',
+]
+
 # The cells the ACT paper wraps (its binaries' --cell choices); any name of
 # :mod:`vcrnn_jax.registry` builds.
 CELLS = registry.names('baseline')

@@ -11,3 +11,6 @@
   from the records; :mod:`~vcrnn_jax.papers.family.results` gives the
   results page's generated files.
 """
+
+# Nothing at the package level: the modules listed above are the API.
+__all__ = []

@@ -28,6 +28,8 @@ from vcrnn_jax.models import sequence_model
 from vcrnn_jax.tasks import adding
 from vcrnn_jax.training.train import Experiment
 
+__all__ = ['MODELS', 'AddingSpec', 'build_cell', 'experiment']
+
 MODELS = ('lstm', 'gru', 'skip_lstm', 'skip_gru', 'vcgru')
 
 

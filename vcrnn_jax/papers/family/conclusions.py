@@ -28,6 +28,18 @@ from vcrnn_jax.papers.family.summary import (
   solved_counts,
 )
 
+__all__ = [
+    'SOURCES',
+    'ADDING_SOLVED',
+    'ACT_BINARY_STEP',
+    'CONCLUSION_HEADER',
+    'Claim',
+    'PONDERNET_VARIANTS',
+    'best_on_training_range',
+    'conclusion_claims',
+    'conclusions',
+]
+
 # Where each claim comes from: the papers' sections and figures (the notes
 # on them: shared/papers/family.md, act_graves2016.md), or this page's own
 # questions about the methods.

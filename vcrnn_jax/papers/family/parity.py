@@ -64,6 +64,25 @@ from vcrnn_jax.tasks import parity
 from vcrnn_jax.tasks.base import check_int
 from vcrnn_jax.training.train import Experiment
 
+__all__ = [
+    'METHODS',
+    'CELLS',
+    'SETTINGS',
+    'BATCH_SIZE',
+    'LEARNING_RATE',
+    'GRAD_CLIP_NORM',
+    'SOLVED',
+    'default_loop',
+    'ModelConfig',
+    'check_model',
+    'ranges',
+    'tasks_of',
+    'build_model',
+    'multiplications',
+    'parity_experiment',
+    'evaluate_by_count',
+]
+
 METHODS = ('rnn', 'act', 'repeat', 'pondernet')
 CELLS = registry.names('baseline')
 

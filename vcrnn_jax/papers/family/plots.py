@@ -21,6 +21,14 @@ from typing import Any
 
 from vcrnn_jax.analysis import plots
 
+__all__ = [
+    'BY_COUNT_PNG',
+    'ERROR_VS_UPDATES_PNG',
+    'plot_by_count',
+    'plot_accuracy_vs_compute',
+    'plot_error_vs_updates',
+]
+
 BY_COUNT_PNG = 'ponder_by_count.png'
 ERROR_VS_UPDATES_PNG = 'error_vs_updates.png'
 

@@ -12,6 +12,8 @@ from typing import Any
 from vcrnn_jax.analysis import records
 from vcrnn_jax.papers.family import conclusions, summary
 
+__all__ = ['outputs']
+
 
 def outputs(groups: Mapping[str, Sequence[Mapping[str, Any]]],
             statuses: Mapping[str, Mapping[str, Any]] | None = None

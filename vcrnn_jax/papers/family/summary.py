@@ -34,6 +34,37 @@ from typing import Any
 from vcrnn_jax.analysis import records, verdicts, verify
 from vcrnn_jax.papers.family import plots as family_plots
 
+__all__ = [
+    'SOLVED',
+    'EVAL_VECTORS',
+    'SOLVED_STATES',
+    'GRID',
+    'PARITY_KEYS',
+    'PARITY_VALUES',
+    'ADDING_KEYS',
+    'ADDING_VALUES',
+    'read_runs',
+    'solved',
+    'solved_counts',
+    'grid_label',
+    'setup_label',
+    'parity_rows',
+    'compute_budget',
+    'equal_compute',
+    'parity_table',
+    'caps_table',
+    'adding_rows',
+    'by_count_means',
+    'pareto_points',
+    'setup_slug',
+    'PAPER',
+    'eval_vectors',
+    'runs_from_records',
+    'status_lines',
+    'parity_outputs',
+    'adding_outputs',
+]
+
 # A method "solves" a range at this accuracy; only then is its extrapolation
 # judged (a method that did not learn its training range is reported so, not
 # as failing to extrapolate). One seed's accuracy is a proportion of

@@ -4,3 +4,6 @@ seeds.
 * :mod:`~vcrnn_jax.papers.rehn.tasks`: the six cells from one spec, the
   paper's table rows, several seeds of one model into one table.
 """
+
+# Nothing at the package level: the modules listed above are the API.
+__all__ = []

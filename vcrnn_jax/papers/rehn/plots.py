@@ -22,6 +22,12 @@ from vcrnn_jax.analysis.plots import (
   symbol_labels,
 )
 
+__all__ = [
+    'plot_depth_along_sequence',
+    'plot_depth_histograms',
+    'plot_depth_by_class',
+]
+
 
 def plot_depth_along_sequence(depths: Mapping[str, Sequence[float]], path, *,
                               title: str, ylabel: str = 'realized depth R_t',

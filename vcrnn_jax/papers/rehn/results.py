@@ -27,6 +27,38 @@ from typing import Any, NamedTuple
 
 from vcrnn_jax.analysis import records, verdicts, verify
 
+__all__ = [
+    'SYNTHETIC',
+    'HAR',
+    'Paper',
+    'TABLE1',
+    'TABLE1_ORDER',
+    'PAPER_NOISE_VARIANCE',
+    'PAPER_EPOCHS',
+    'SREHN20',
+    'SRHN20_BY_DEPTH',
+    'TABLE2',
+    'TABLE3_RHN',
+    'TABLE3_EI_REHN',
+    'TABLE4_RHN',
+    'TABLE4_EI_REHN',
+    'name',
+    'ranking_text',
+    'status_lines',
+    'table1',
+    'table2',
+    'SUMMARY_HEADER',
+    'Row',
+    'table1_rows',
+    'sec41_rows',
+    'table2_rows',
+    'ptb_rows',
+    'summary',
+    'table1_figure',
+    'table2_figure',
+    'outputs',
+]
+
 SYNTHETIC = 'rehn/synthetic_'
 HAR = 'rehn/har_'
 

@@ -34,6 +34,24 @@ from vcrnn_jax.training.train import (
   train_and_evaluate,
 )
 
+__all__ = [
+    'CELL_NAMES',
+    'ELASTIC',
+    'ModelSpec',
+    'hyper_size',
+    'build_cell',
+    'parameter_count',
+    'depth_statistics',
+    'TABLE1',
+    'TABLE2',
+    'paper_row',
+    'at_best_validation',
+    'SeedResult',
+    'run_seeds',
+    'mean_std',
+    'results_table',
+]
+
 # The paper's six cells, by the names its binaries' --cell takes: 'rnn' is the
 # paper's word for the Elman cell (the registry's alias of 'elman').
 CELL_NAMES = ('rnn', 'lstm') + registry.names('rhn', 'elastic')

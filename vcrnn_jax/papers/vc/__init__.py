@@ -5,3 +5,6 @@
 * :mod:`~vcrnn_jax.papers.vc.plots`: where the scheduler computes (Fig. 2,
   3, 5; Table 2).
 """
+
+# Nothing at the package level: the modules listed above are the API.
+__all__ = []

@@ -50,6 +50,34 @@ from vcrnn_jax.core import Cell, check_positive_int
 from vcrnn_jax.models import language_model
 from vcrnn_jax.training import lm
 
+__all__ = [
+    'CELL_NAMES',
+    'KERNEL_INITS',
+    'VC_CELLS',
+    'SETTINGS',
+    'ModelSpec',
+    'check_spec',
+    'sharpness',
+    'sharpness_at',
+    'build_cell',
+    'elman_units',
+    'lm_task',
+    'top_dims_usage',
+    'peak_steps',
+    'dominant_period',
+    'mean_by_class',
+    'boundary_classes',
+    'WORD_POSITIONS',
+    'word_position_classes',
+    'word_groupings',
+    'note_length',
+    'music_class',
+    'music_classes',
+    'bit_classes',
+    'buffer_classes',
+    'summary',
+]
+
 # The paper's cells and its baselines (Table 3's rows).
 CELL_NAMES = registry.names('vc') + registry.names('baseline')
 # Initialisers of the input kernels, by the name a flag gives.

@@ -26,6 +26,8 @@ import numpy as np
 
 from vcrnn_jax.analysis import plots
 
+__all__ = ['plot_m_over_text', 'plot_bit_computation', 'plot_mean_by_class']
+
 
 def plot_m_over_text(symbols: Sequence[Any], m: Sequence[float], path, *,
                      title: str | None = None, chars_per_row: int = 80,

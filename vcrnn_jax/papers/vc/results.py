@@ -24,6 +24,43 @@ from typing import Any
 
 from vcrnn_jax.analysis import plots, records, verdicts, verify
 
+__all__ = [
+    'PTB',
+    'MUSIC',
+    'PTB_CLASSES',
+    'MUSIC_CLASSES',
+    'lm_table',
+    'compare',
+    'where_data',
+    'draw_where',
+    'MUSIC_VC',
+    'NAMES',
+    'PAPER_PTB',
+    'PAPER_PTB_COST',
+    'PAPER_GUIDE',
+    'PAPER_BOUNDARY',
+    'PAPER_BAR',
+    'PAPER_REST',
+    'PAPER_FAST',
+    'PAPER_MUSIC',
+    'PAPER_VCGRU',
+    'PAPER_BIT',
+    'PAPER_BIT_WHERE',
+    'PAPER_TEXT8',
+    'PAPER_EUROPARL',
+    'SUMMARY_HEADER',
+    'against_elman',
+    'cost_row',
+    'where_row',
+    'ptb_rows',
+    'music_rows',
+    'unrecorded_rows',
+    'summary',
+    'status_lines',
+    'outputs',
+    'ptb_outputs',
+]
+
 PTB = 'vc/ptb_'
 MUSIC = 'vc/music_'
 # (grouping, class) pairs compared on each corpus.
