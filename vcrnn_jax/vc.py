@@ -542,48 +542,6 @@ def _vc_cell(name: str, hidden_size: int, state_type, init_weights,
   return Cell(init, initial_state, apply)
 
 
-_CELL_ARGS_DOC = r"""
-  Args:
-    hidden_size: ``D``.
-    sharpness: :math:`\lambda` of Eq. 8: a positive float, or a schedule
-      ``step -> lambda`` (e.g. :func:`paper_sharpness`) evaluated at
-      ``context.step`` (an int32 array, so a new step does not recompile).
-      With a schedule, ``apply`` without ``context.step`` raises
-      ``ValueError`` (there is no right default: evaluation should use the
-      step's value, or a float-sharpness cell with the same params).
-    epsilon: :math:`\epsilon` of :math:`\mathrm{Thres}_\epsilon`, in
-      ``[0, 0.5)``. The paper gives no value; 0.01 leaves a soft band of
-      about :math:`2 \ln(99) / \lambda \approx 9.2 / \lambda` dimensions.
-    scheduler_bias: initial ``b`` of Eq. 7 (0: :math:`m_t = 1/2` at init).
-    scheduler_init: initialiser of ``u`` and ``v`` (zeros: :math:`m_t =
-      \sigma(b)` at init, whatever the input).
-    hard: False (default): the paper's soft mask, differentiable, full
-      cost. True: the inference path (see above); ignores ``sharpness`` and
-      ``epsilon``; gives no gradient to the scheduler. It saves time on a
-      CPU only: on a GPU each step is a few small kernels whatever its
-      size, and the hard path measured 2.6-4.8x slower than the full step
-      (7x with ``compact_rows``) on an H200 (docs/performance.md, "On a
-      GPU").
-    block_sizes: the hard path's static sizes: an int ``n`` (the multiples
-      of ``D / n``, rounded up; default 8) or an increasing sequence (``D``
-      is added when missing).
-    compact_rows: the hard path's batching: None (default) computes every
-      row at the batch's largest size; ``m`` sorts the rows by size and
-      multiplies each weight shell only for the rows that need it, in
-      multiples of ``m`` rows (:mod:`vcrnn_jax.compaction`), so the work
-      follows the sum over rows of ``d_t**2`` (pays when rows differ a
-      lot). The shells are the sizes thinned to at least
-      ``min(256, D / 4)`` columns each (``SHELL_WIDTH``): fewer, wider
-      matmuls, the same values.
-    kernel_init, recurrent_kernel_init, bias_init: initialisers of ``V``
-      (and of the input projection), ``U`` and the biases, as in the cell it
-      extends.
-    param_dtype: dtype of the params and the state.
-"""
-
-
-def _vc_docstring(doc: str) -> str:
-  return doc.replace('  {args}\n', _CELL_ARGS_DOC.lstrip('\n'))
 
 
 def vcrnn(
@@ -665,7 +623,42 @@ def vcrnn(
   :class:`VCOutput` ``(output=h_t, m=m_t, dims)``, ``dims`` the number of
   dimensions with :math:`(e_t)_i > 0` (hard path: :math:`d_t`).
 
-  {args}
+  Args:
+    hidden_size: ``D``.
+    sharpness: :math:`\lambda` of Eq. 8: a positive float, or a schedule
+      ``step -> lambda`` (e.g. :func:`paper_sharpness`) evaluated at
+      ``context.step`` (an int32 array, so a new step does not recompile).
+      With a schedule, ``apply`` without ``context.step`` raises
+      ``ValueError`` (there is no right default: evaluation should use the
+      step's value, or a float-sharpness cell with the same params).
+    epsilon: :math:`\epsilon` of :math:`\mathrm{Thres}_\epsilon`, in
+      ``[0, 0.5)``. The paper gives no value; 0.01 leaves a soft band of
+      about :math:`2 \ln(99) / \lambda \approx 9.2 / \lambda` dimensions.
+    scheduler_bias: initial ``b`` of Eq. 7 (0: :math:`m_t = 1/2` at init).
+    scheduler_init: initialiser of ``u`` and ``v`` (zeros: :math:`m_t =
+      \sigma(b)` at init, whatever the input).
+    hard: False (default): the paper's soft mask, differentiable, full
+      cost. True: the inference path (see above); ignores ``sharpness`` and
+      ``epsilon``; gives no gradient to the scheduler. It saves time on a
+      CPU only: on a GPU each step is a few small kernels whatever its
+      size, and the hard path measured 2.6-4.8x slower than the full step
+      (7x with ``compact_rows``) on an H200 (docs/performance.md, "On a
+      GPU").
+    block_sizes: the hard path's static sizes: an int ``n`` (the multiples
+      of ``D / n``, rounded up; default 8) or an increasing sequence (``D``
+      is added when missing).
+    compact_rows: the hard path's batching: None (default) computes every
+      row at the batch's largest size; ``m`` sorts the rows by size and
+      multiplies each weight shell only for the rows that need it, in
+      multiples of ``m`` rows (:mod:`vcrnn_jax.compaction`), so the work
+      follows the sum over rows of ``d_t**2`` (pays when rows differ a
+      lot). The shells are the sizes thinned to at least
+      ``min(256, D / 4)`` columns each (``SHELL_WIDTH``): fewer, wider
+      matmuls, the same values.
+    kernel_init, recurrent_kernel_init, bias_init: initialisers of ``V``
+      (and of the input projection), ``U`` and the biases, as in the cell it
+      extends.
+    param_dtype: dtype of the params and the state.
 
   Returns:
     A :class:`vcrnn_jax.Cell`.
@@ -721,7 +714,6 @@ def vcrnn(
       kernel_init=kernel_init, param_dtype=param_dtype)
 
 
-vcrnn.__doc__ = _vc_docstring(vcrnn.__doc__)
 
 
 def vcgru(
@@ -779,7 +771,42 @@ def vcgru(
   State: :class:`vcrnn_jax.cells.GRUState` ``(h,)``; output
   :class:`VCOutput` ``(output=h_t, m=m_t, dims)``.
 
-  {args}
+  Args:
+    hidden_size: ``D``.
+    sharpness: :math:`\lambda` of Eq. 8: a positive float, or a schedule
+      ``step -> lambda`` (e.g. :func:`paper_sharpness`) evaluated at
+      ``context.step`` (an int32 array, so a new step does not recompile).
+      With a schedule, ``apply`` without ``context.step`` raises
+      ``ValueError`` (there is no right default: evaluation should use the
+      step's value, or a float-sharpness cell with the same params).
+    epsilon: :math:`\epsilon` of :math:`\mathrm{Thres}_\epsilon`, in
+      ``[0, 0.5)``. The paper gives no value; 0.01 leaves a soft band of
+      about :math:`2 \ln(99) / \lambda \approx 9.2 / \lambda` dimensions.
+    scheduler_bias: initial ``b`` of Eq. 7 (0: :math:`m_t = 1/2` at init).
+    scheduler_init: initialiser of ``u`` and ``v`` (zeros: :math:`m_t =
+      \sigma(b)` at init, whatever the input).
+    hard: False (default): the paper's soft mask, differentiable, full
+      cost. True: the inference path (see above); ignores ``sharpness`` and
+      ``epsilon``; gives no gradient to the scheduler. It saves time on a
+      CPU only: on a GPU each step is a few small kernels whatever its
+      size, and the hard path measured 2.6-4.8x slower than the full step
+      (7x with ``compact_rows``) on an H200 (docs/performance.md, "On a
+      GPU").
+    block_sizes: the hard path's static sizes: an int ``n`` (the multiples
+      of ``D / n``, rounded up; default 8) or an increasing sequence (``D``
+      is added when missing).
+    compact_rows: the hard path's batching: None (default) computes every
+      row at the batch's largest size; ``m`` sorts the rows by size and
+      multiplies each weight shell only for the rows that need it, in
+      multiples of ``m`` rows (:mod:`vcrnn_jax.compaction`), so the work
+      follows the sum over rows of ``d_t**2`` (pays when rows differ a
+      lot). The shells are the sizes thinned to at least
+      ``min(256, D / 4)`` columns each (``SHELL_WIDTH``): fewer, wider
+      matmuls, the same values.
+    kernel_init, recurrent_kernel_init, bias_init: initialisers of ``V``
+      (and of the input projection), ``U`` and the biases, as in the cell it
+      extends.
+    param_dtype: dtype of the params and the state.
 
   Returns:
     A :class:`vcrnn_jax.Cell`.
@@ -850,7 +877,6 @@ def vcgru(
       kernel_init=kernel_init, param_dtype=param_dtype)
 
 
-vcgru.__doc__ = _vc_docstring(vcgru.__doc__)
 
 
 # ----------------------------------------------------------------------------
