@@ -293,6 +293,29 @@ def test_one_factor_claims_separate_the_kl_direction_from_the_eps_stop():
   assert rows[0].verdict.label == 'not recorded'
 
 
+def test_lambda_claims_pair_each_prior_with_the_next():
+  # Steps per input: lambda_p 0.1 above 0.2 on every seed; 0.2 and 0.4 tie.
+  steps = {'pondernet_lambda0.1': (9.0, 9.5, 10.0),
+           'pondernet_paper': (7.0, 7.4, 7.2),
+           'pondernet_lambda0.4': (7.1, 7.3, 7.2)}
+  groups = {}
+  for variant, values in steps.items():
+    name = f'interp16_{variant}'
+    groups[f'family/{name}'] = []
+    for seed, value in enumerate(values):
+      results = _parity('pondernet', seed, 0.999)
+      results['steps'] = value
+      groups[f'family/{name}'].append(_record(name, seed, results))
+  claims = [c for c in conclusions.conclusion_claims(groups)
+            if c.claim.startswith('interp16: lambda_p')]
+  assert [c.verdict.label for c in claims] == ['holds', 'within noise']
+  assert 'lambda_p 0.1 instead of 0.2' in claims[0].claim
+  del groups['family/interp16_pondernet_lambda0.4']
+  rows = [c for c in conclusions.conclusion_claims(groups)
+          if 'smaller lambda_p' in c.claim]
+  assert rows[0].verdict.label == 'not recorded'
+
+
 def test_best_on_training_range_picks_by_the_training_range_only():
   groups = {}
   for name, train in (('extrap16_act_tau1e-3', 0.99),

@@ -50,6 +50,9 @@ SOURCES = {
     'pondernet_parity': 'Banino et al. 2021, Sec. 3.1',
     'pondernet_steps': 'Banino et al. 2021, Fig. 3 (as this page cited it)',
     'pondernet_sampling': 'Banino et al. 2021, inference by sampling (P5)',
+    'pondernet_prior': 'Banino et al. 2021, the geometric prior '
+                       'p_G(n) = lambda_p (1 - lambda_p)^(n-1), mean '
+                       '1 / lambda_p',
     'repeat': 'Fojo et al. 2018, parity',
     'skip_adding': 'Campos et al. 2018, Sec. 4.1',
 }
@@ -251,6 +254,7 @@ def _interpolation_claims(groups) -> list[Claim]:
                     lower_is_better=True, what='fewer multiplications'),
       *(_sampled_claim(groups, name) for name in (pn, rev)),
       *_one_factor_claims(groups, 'interp16'),
+      *_lambda_claims(groups, 'interp16'),
   ]
 
 
@@ -315,6 +319,30 @@ def _one_factor_claims(groups, setup: str) -> list[Claim]:
       _factor_claim(groups, setup, ('reverse', False), ('reverse', True),
                     'turning the eps stop off (reverse KL)'),
   ]
+
+
+# PonderNet's lambda_p grid of a setup: (smaller, larger) pairs, each the
+# paper's KL with its eps stop, only lambda_p changed.
+LAMBDA_PAIRS = (('pondernet_lambda0.1', 'pondernet_paper'),
+                ('pondernet_paper', 'pondernet_lambda0.4'))
+_LAMBDA = {'pondernet_lambda0.1': '0.1', 'pondernet_paper': '0.2',
+           'pondernet_lambda0.4': '0.4'}
+
+
+def _lambda_claims(groups, setup: str) -> list[Claim]:
+  """The prior's one factor: does a smaller lambda_p (a prior with more
+  expected steps) make PonderNet halt later, paired by seed?"""
+  if not all(_records(groups, f'{setup}_{n}') for n in _LAMBDA):
+    return [Claim(f'{setup}: a smaller lambda_p gives PonderNet more halting '
+                  'steps', SOURCES['pondernet_prior'], '',
+                  verdicts.not_recorded('needs lambda_p 0.1, 0.2 and 0.4'))]
+  return [_paired_claim(
+      groups, f'{setup}_{a}', f'{setup}_{b}', _result('steps'),
+      f'{setup}: lambda_p {_LAMBDA[a]} instead of {_LAMBDA[b]} (the prior\'s '
+      'mean 1 / lambda_p larger) gives PonderNet more halting steps per '
+      'input (one factor changed)', SOURCES['pondernet_prior'],
+      lower_is_better=False, what='more steps per input')
+          for a, b in LAMBDA_PAIRS]
 
 
 def best_on_training_range(groups, setup: str, method: str) -> str | None:
