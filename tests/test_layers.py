@@ -13,7 +13,7 @@ LAYERS = {
     'vcrnn_jax.core': 0, 'vcrnn_jax.files': 0,
     'vcrnn_jax.loops': 1, 'vcrnn_jax.compaction': 1, 'vcrnn_jax.cells': 1,
     'vcrnn_jax.metrics': 1,
-    'vcrnn_jax.data': 1, 'vcrnn_jax.tasks': 1,
+    'vcrnn_jax.data': 1, 'vcrnn_jax.tasks': 1, 'vcrnn_jax.pondering': 1,
     'vcrnn_jax.act': 2, 'vcrnn_jax.rehn': 2, 'vcrnn_jax.vc': 2,
     'vcrnn_jax.ponder': 2, 'vcrnn_jax.skip': 2, 'vcrnn_jax.repeat': 2,
     'vcrnn_jax.unroll': 2,

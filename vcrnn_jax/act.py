@@ -3,28 +3,24 @@ r"""Adaptive Computation Time (Graves 2016) for any cell of the protocol.
 :func:`adaptive` wraps a :class:`vcrnn_jax.Cell` so that it *ponders* each
 input for a data-dependent number of steps ``N(t) <= M`` and emits mean-field
 states and outputs; :func:`ponder_cost` gives the ponder cost added to the loss.
+Its step is :func:`vcrnn_jax.pondering.act_step`, whose pieces
+(:mod:`vcrnn_jax.pondering`) also build PonderNet and Repeat-RNN.
 """
 
 from collections.abc import Callable
-import functools
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
-from vcrnn_jax import loops
+from vcrnn_jax import loops, pondering
 from vcrnn_jax.cells import _common
 from vcrnn_jax.core import (
   Cell,
-  InputSizeError,
   as_context,
-  cell_output,
   check_cell,
   check_positive_int,
   field_docs,
-  param_dtype_of,
-  select_rows,
-  shape_probe_context,
 )
 
 
@@ -44,137 +40,6 @@ class ACTOutput(NamedTuple):
   ponder: jax.Array
   steps: jax.Array
   remainder: jax.Array
-
-
-class _Rows(NamedTuple):
-  """Per-row carry of the pondering loop (the loop adds ``running`` and n)."""
-  state: Any            # s_t^{n}: the latest intermediate state
-  acc_state: Any        # sum_n p_t^n s_t^n so far
-  acc_output: jax.Array  # sum_n p_t^n y_t^n so far
-  cum_halt: jax.Array   # sum of h_t^n over the steps that did not halt
-  steps: jax.Array      # int32 N(t) so far
-  remainder: jax.Array  # R(t), set on the halting step
-
-
-def _default_halt_features(state, y):
-  del state  # The halting unit reads what the output layer reads (Eq. 4-5).
-  return y
-
-
-def _bcast(v, a):
-  """``v`` (``[batch]``) cast to ``a``'s dtype, broadcast against it."""
-  return v.reshape(v.shape + (1,) * (a.ndim - v.ndim)).astype(a.dtype)
-
-
-def _output_sizes(cell: Cell, feats, cell_params, input_size: int, dtype
-                  ) -> tuple[int, int]:
-  """The widths of the wrapped cell's output and of the halting features."""
-  state = cell.initial_state(1)
-  x = jnp.zeros((1, input_size + 1), dtype)
-  new_state, y = jax.eval_shape(cell.apply, cell_params, state, x,
-                                shape_probe_context())
-  y = cell_output(y)
-  return y.shape[-1], jax.eval_shape(feats, new_state, y).shape[-1]
-
-
-def _dense_params(kernel_init, key, fan_in: int, fan_out: int, bias: float,
-                  dtype) -> dict:
-  """A dense layer's params: ``kernel`` ``[fan_in, fan_out]``, ``bias``
-  filled with ``bias`` (ACT's and PonderNet's output and halting units)."""
-  return {'kernel': _common.initialize(kernel_init, key, (fan_in, fan_out),
-                                       dtype),
-          'bias': jnp.full((fan_out,), bias, dtype)}
-
-
-def _with_step_flag(x: jax.Array, first: Any) -> jax.Array:
-  r"""``[x; \delta_{n,1}]``: the input with the first-step flag appended
-  (Eq. 3; also PonderNet's and Repeat-RNN's input). ``first`` is a bool,
-  a scalar or ``[batch]``."""
-  flag = jnp.broadcast_to(jnp.asarray(first).astype(x.dtype),
-                          x.shape[:-1] + (1,))
-  return jnp.concatenate([x, flag], axis=-1)
-
-
-def _restated(error: InputSizeError, owner: str, x) -> InputSizeError:
-  """A wrapped cell's input-size error in the terms of ``owner``'s ``x``.
-
-  The wrapped cell reads ``x`` with the first-step flag appended, so its
-  own message names one input too many.
-  """
-  name = f'{owner}({error.name})'
-  return InputSizeError(
-      f'{name}.apply: x must have shape [batch, {error.input_size - 1}] '
-      f'(input_size from the params), got shape {tuple(x.shape)}.',
-      name, error.input_size - 1)
-
-
-def _output_width(cell: Cell, cell_params, state, x, owner: str) -> int:
-  """The output width of ``cell`` reading the flagged ``x``, traced
-  abstractly; an input-size error is restated for ``owner``."""
-  flagged = jax.ShapeDtypeStruct(x.shape[:-1] + (x.shape[-1] + 1,), x.dtype)
-  try:
-    _, y = jax.eval_shape(cell.apply, cell_params, state, flagged,
-                          shape_probe_context())
-  except InputSizeError as e:
-    raise _restated(e, owner, x) from None
-  return cell_output(y).shape[-1]
-
-
-def _initial_rows(state, batch_shape: tuple, y_size: int, dtype) -> _Rows:
-  """The loop's rows before the first ponder step: nothing accumulated."""
-  return _Rows(
-      state=state,
-      acc_state=jax.tree_util.tree_map(jnp.zeros_like, state),
-      acc_output=jnp.zeros(batch_shape + (y_size,), dtype),
-      cum_halt=jnp.zeros(batch_shape, dtype),
-      steps=jnp.zeros(batch_shape, jnp.int32),
-      remainder=jnp.zeros(batch_shape, dtype),
-  )
-
-
-def _ponder_step(cell: Cell, feats, output_size: int | None,
-                 epsilon: float, max_steps: int, shared, inputs, r: _Rows,
-                 running, n):
-  """Ponder step ``n`` of every row (Eq. 3-9), for ``loops.halting_loop``."""
-  params, context = shared
-  x, active = inputs
-  # Halted rows are frozen below; telling the cell lets an adaptive inner
-  # cell (EI-REHN) skip their work.
-  new_state, y = cell.apply(
-      params['cell'], r.state, _with_step_flag(x, n == 0),
-      context._replace(active=running & active))                    # (3)
-  y = cell_output(y)
-  if output_size is None:
-    out = y                                                         # (4)
-  else:
-    out = _common.add_bias(y @ params['output']['kernel'],
-                           params['output']['bias'])                # (4)
-  h = jax.nn.sigmoid(_common.add_bias(
-      feats(new_state, y) @ params['halting']['kernel'],
-      params['halting']['bias']))[..., 0]                           # (5)
-  # Comparisons carry no gradient, so N(t) is a constant (Sec. 2.2).
-  halts = (r.cum_halt + h >= 1.0 - epsilon) | (n + 1 >= max_steps)  # (13)
-  # Inactive rows (padding) halt at n=1 so they never extend the loop, and
-  # so does a row whose halting value is not finite (NaN would otherwise
-  # keep it, and the whole batch, pondering to M).
-  halts = halts | ~active | ~jnp.isfinite(h)
-  p = jnp.where(halts, 1.0 - r.cum_halt, h)                         # (6, 8)
-  w = jnp.where(running, p, 0.0)
-  acc_state = jax.tree_util.tree_map(
-      lambda acc, s: acc + _bcast(w, s) * s, r.acc_state, new_state)  # (9)
-  acc_output = r.acc_output + _bcast(w, out) * out                  # (9)
-  stops = running & halts
-  # Halted rows keep their last state so nothing grows in padded steps.
-  state = select_rows(running, new_state, r.state)
-  rows = _Rows(
-      state=state,
-      acc_state=acc_state,
-      acc_output=acc_output,
-      cum_halt=jnp.where(running & ~halts, r.cum_halt + h, r.cum_halt),
-      steps=r.steps + running.astype(jnp.int32),
-      remainder=jnp.where(stops, 1.0 - r.cum_halt, r.remainder),
-  )
-  return rows, running & ~halts
 
 
 def adaptive(
@@ -292,39 +157,31 @@ def adaptive(
   if not 0.0 < epsilon < 1.0:
     raise ValueError(f'epsilon must be in (0, 1), got {epsilon!r}.')
   loop = loops.as_loop_config(loop)
-  feats = halt_features or _default_halt_features
 
   def init(key, input_size):
-    input_size = check_positive_int('input_size', input_size)
-    k_cell, k_out, k_halt = jax.random.split(key, 3)
-    cell_params = cell.init(k_cell, input_size + 1)
-    dtype = param_dtype or param_dtype_of(cell_params)
-    y_size, f_size = _output_sizes(cell, feats, cell_params, input_size, dtype)
-    params = {'cell': cell_params}
-    if output_size is not None:                                       # (4)
-      params['output'] = _dense_params(kernel_init, k_out, y_size,
-                                       output_size, 0.0, dtype)
-    params['halting'] = _dense_params(kernel_init, k_halt, f_size, 1,
-                                      halting_bias, dtype)            # (5)
-    return params
+    return pondering.init_params(
+        cell, key, input_size, output_size, halting_bias=halting_bias,
+        kernel_init=kernel_init, param_dtype=param_dtype,
+        halt_features=halt_features)                                # (4, 5)
+
+  def step(shared, inputs, rows, running, n):
+    rows, running, _ = pondering.act_step(
+        cell, shared, inputs, rows, running, n, epsilon=epsilon,
+        max_steps=max_steps, halt_features=halt_features)           # (3-9, 13)
+    return rows, running
 
   def apply(params, state, x, context=None):
     context = as_context(context)
     dtype = params['halting']['kernel'].dtype
-    if x.ndim < 1:
-      raise ValueError(f'adaptive.apply: x must be [batch, input_size], got '
-                       f'shape {tuple(x.shape)}.')
-    x = x.astype(dtype) if x.dtype != dtype else x
+    x = pondering.check_input('adaptive', x, dtype)
     batch_shape = x.shape[:-1]
-    y_size = _output_width(cell, params['cell'], state, x, 'act.adaptive')
+    y_size = pondering.output_width(cell, params['cell'], state, x,
+                                    'act.adaptive')
     # ``active`` ([batch] bool, optional): rows whose result the caller will
     # discard (e.g. padded steps in ``unroll``) take exactly one step.
-    active = (jnp.ones(batch_shape, bool) if context.active is None
-              else jnp.broadcast_to(jnp.asarray(context.active, bool),
-                                    batch_shape))
-    rows = _initial_rows(state, batch_shape, output_size or y_size, dtype)
-    step = functools.partial(_ponder_step, cell, feats, output_size,
-                             epsilon, max_steps)
+    active = pondering.active_rows(context, batch_shape)
+    rows = pondering.initial_rows(state, batch_shape, output_size or y_size,
+                                  dtype)
     final, _ = loops.halting_loop(
         step, (params, context._replace(active=None)), (x, active), rows,
         jnp.ones(batch_shape, bool), max_steps=max_steps, loop=loop)

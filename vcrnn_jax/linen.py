@@ -75,18 +75,48 @@ _PONDERNET = _common.defaults(ponder.pondernet)
 _SKIP = _common.defaults(skip.skip)
 
 
-def _flatten_batch(tree: Any, batch_ndim: int, size: int) -> Any:
+def flatten_batch(tree: Any, batch_ndim: int, size: int) -> Any:
+  """Every leaf's ``batch_ndim`` leading axes flattened into one of ``size``.
+
+  The modules take any number of batch axes (flax's convention); the pure
+  cells take one. :func:`restore_batch` undoes it.
+
+  Args:
+    tree: a pytree of ``[*batch, ...]`` leaves.
+    batch_ndim: the number of batch axes.
+    size: their product.
+
+  Returns:
+    ``tree`` with ``[size, ...]`` leaves.
+  """
   return jax.tree_util.tree_map(
       lambda a: a.reshape((size,) + a.shape[batch_ndim:]), tree)
 
 
-def _restore_batch(tree: Any, batch_shape: tuple) -> Any:
+def restore_batch(tree: Any, batch_shape: tuple) -> Any:
+  """Every leaf's first axis split back into ``batch_shape``.
+
+  Args:
+    tree: a pytree of ``[size, ...]`` leaves, from :func:`flatten_batch`.
+    batch_shape: the batch axes to restore.
+
+  Returns:
+    ``tree`` with ``[*batch_shape, ...]`` leaves.
+  """
   return jax.tree_util.tree_map(
       lambda a: a.reshape(batch_shape + a.shape[1:]), tree)
 
 
-def _options(module: Any, factory: Callable[..., Cell]) -> dict:
-  """``factory``'s keyword options, read from ``module``'s attributes."""
+def factory_options(module: Any, factory: Callable[..., Cell]) -> dict:
+  """``factory``'s keyword options, read from ``module``'s attributes.
+
+  Args:
+    module: a Linen or NNX module holding one attribute per option.
+    factory: the pure cell's factory (``cells.gru``, ``act.adaptive``).
+
+  Returns:
+    ``{option: value}`` for every keyword-only argument of ``factory``.
+  """
   return {name: getattr(module, name)
           for name in _common.keyword_options(factory)}
 
@@ -133,7 +163,7 @@ class CellModule(nn.RNNCellBase):
     batch_shape = inputs.shape[:-1]
     size = math.prod(batch_shape)
     x = inputs.reshape((size, inputs.shape[-1]))
-    carry = _flatten_batch(carry, len(batch_shape), size)
+    carry = flatten_batch(carry, len(batch_shape), size)
     context = as_context(context)
     if context.active is not None:
       context = context._replace(
@@ -142,7 +172,7 @@ class CellModule(nn.RNNCellBase):
     carry = self._check_carry(cell, carry, size)
     params = self.param('cell', lambda key: cell.init(key, x.shape[-1]))
     carry, y = cell.apply(params, carry, x, context)
-    return _restore_batch(carry, batch_shape), _restore_batch(y, batch_shape)
+    return restore_batch(carry, batch_shape), restore_batch(y, batch_shape)
 
   @nn.nowrap
   def _check_carry(self, cell: Cell, carry: Any, size: int) -> Any:
@@ -182,7 +212,7 @@ class CellModule(nn.RNNCellBase):
     batch_shape = self._batch_shape(input_shape)
     state = self.make_cell().initial_state(max(math.prod(batch_shape), 1))
     return _draw_carry(getattr(self, 'carry_init', None), rng,
-                       _restore_batch(state, batch_shape))
+                       restore_batch(state, batch_shape))
 
   @property
   def num_feature_axes(self) -> int:
@@ -211,7 +241,7 @@ class Elman(CellModule):
 
   @nn.nowrap
   def make_cell(self) -> Cell:
-    return cells.elman(self.features, **_options(self, cells.elman))
+    return cells.elman(self.features, **factory_options(self, cells.elman))
 
 
 class GRU(CellModule):
@@ -235,7 +265,7 @@ class GRU(CellModule):
 
   @nn.nowrap
   def make_cell(self) -> Cell:
-    return cells.gru(self.features, **_options(self, cells.gru))
+    return cells.gru(self.features, **factory_options(self, cells.gru))
 
 
 class LSTM(CellModule):
@@ -273,7 +303,7 @@ class LSTM(CellModule):
 
   @nn.nowrap
   def make_cell(self) -> Cell:
-    return cells.lstm(self.features, **_options(self, cells.lstm))
+    return cells.lstm(self.features, **factory_options(self, cells.lstm))
 
 
 class RHN(CellModule):
@@ -293,7 +323,7 @@ class RHN(CellModule):
   @nn.nowrap
   def make_cell(self) -> Cell:
     factory = rehn.srhn if self.shared else rehn.rhn
-    return factory(self.features, self.depth, **_options(self, factory))
+    return factory(self.features, self.depth, **factory_options(self, factory))
 
 
 class SREHN(CellModule):
@@ -314,7 +344,7 @@ class SREHN(CellModule):
   @nn.nowrap
   def make_cell(self) -> Cell:
     return rehn.srehn(self.features, self.max_depth,
-                      **_options(self, rehn.srehn))
+                      **factory_options(self, rehn.srehn))
 
 
 class EIREHN(CellModule):
@@ -342,7 +372,7 @@ class EIREHN(CellModule):
   def make_cell(self) -> Cell:
     hyper = self.hyper_size or -(-self.features // 2)
     return rehn.ei_rehn(self.features, hyper, self.max_depth,
-                        **_options(self, rehn.ei_rehn))
+                        **factory_options(self, rehn.ei_rehn))
 
 
 class VCRNN(CellModule):
@@ -366,7 +396,7 @@ class VCRNN(CellModule):
 
   @nn.nowrap
   def make_cell(self) -> Cell:
-    return vc.vcrnn(self.features, **_options(self, vc.vcrnn))
+    return vc.vcrnn(self.features, **factory_options(self, vc.vcrnn))
 
 
 class VCGRU(CellModule):
@@ -387,7 +417,7 @@ class VCGRU(CellModule):
 
   @nn.nowrap
   def make_cell(self) -> Cell:
-    return vc.vcgru(self.features, **_options(self, vc.vcgru))
+    return vc.vcgru(self.features, **factory_options(self, vc.vcgru))
 
 
 class Stack(CellModule):
@@ -485,7 +515,7 @@ class ACT(_CarryOfInner):
   @nn.nowrap
   def _wrap(self, inner: Cell) -> Cell:
     return act.adaptive(inner, self.output_size,
-                        **_options(self, act.adaptive))
+                        **factory_options(self, act.adaptive))
 
 
 class PonderNet(_CarryOfInner):
@@ -531,7 +561,7 @@ class PonderNet(_CarryOfInner):
   @nn.nowrap
   def _wrap(self, inner: Cell) -> Cell:
     return ponder.pondernet(inner, self.output_size,
-                            **_options(self, ponder.pondernet))
+                            **factory_options(self, ponder.pondernet))
 
 
 class Repeat(_CarryOfInner):
@@ -597,7 +627,7 @@ class Skip(CellModule):
 
   @nn.nowrap
   def _wrap(self, inner: Cell) -> Cell:
-    return skip.skip(inner, **_options(self, skip.skip))
+    return skip.skip(inner, **factory_options(self, skip.skip))
 
   @nn.nowrap
   def make_cell(self) -> Cell:
@@ -692,7 +722,7 @@ class RNN(nn.Module):
           jax.random.key(0) if init_key is None else init_key,
           (size, features))
     else:
-      carry = _flatten_batch(initial_carry, len(batch_shape), size)
+      carry = flatten_batch(initial_carry, len(batch_shape), size)
     context = as_context(context)
     if context.active is not None:
       context = context._replace(
@@ -733,7 +763,7 @@ class RNN(nn.Module):
       ys = jax.tree_util.tree_map(
           lambda a: jnp.swapaxes(a, 0, 1).reshape(
               batch_shape + (time,) + a.shape[2:]), ys)
-    carry = _restore_batch(carry, batch_shape)
+    carry = restore_batch(carry, batch_shape)
     return (carry, ys) if return_carry else ys
 
 

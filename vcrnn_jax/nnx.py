@@ -147,7 +147,7 @@ from vcrnn_jax.core import (
   as_context,
   check_positive_int,
 )
-from vcrnn_jax.linen import _flatten_batch, _options, _restore_batch
+from vcrnn_jax.linen import factory_options, flatten_batch, restore_batch
 from vcrnn_jax.unroll import unroll
 
 Initializer = _common.Initializer
@@ -396,7 +396,7 @@ def _as_state(owner: str, cell: Cell, carry: Any, batch_shape: tuple,
         f'batch {batch_shape} need {want_shapes}; build it with '
         'initialize_carry.')
   return jax.tree_util.tree_unflatten(
-      treedef, _flatten_batch(got, batch, size))
+      treedef, flatten_batch(got, batch, size))
 
 
 class CellModule(nnx.RNNCellBase):
@@ -504,7 +504,7 @@ class CellModule(nnx.RNNCellBase):
     state, y = cell.apply(
         to_params(self), state, inputs.reshape((size, inputs.shape[-1])),
         self._context(context, batch_shape, size))
-    return _restore_batch(state, batch_shape), _restore_batch(y, batch_shape)
+    return restore_batch(state, batch_shape), restore_batch(y, batch_shape)
 
   def _input_hint(self, got: tuple) -> str:
     """What the input-width error adds for this module (a wrapper's rule)."""
@@ -543,7 +543,7 @@ class CellModule(nnx.RNNCellBase):
     cell's initial state, zeros, and needs no key.
     """
     batch_shape = self._batch_shape(input_shape)
-    state = _restore_batch(
+    state = restore_batch(
         self.make_cell().initial_state(max(math.prod(batch_shape), 1)),
         batch_shape)
     if carry_init is None:
@@ -638,7 +638,8 @@ class Elman(_FlaxCell):
         bias_metadata=bias_metadata, deterministic=deterministic)
 
   def make_cell(self) -> Cell:
-    return cells.elman(self.hidden_features, **_options(self, cells.elman))
+    return cells.elman(self.hidden_features,
+                       **factory_options(self, cells.elman))
 
 
 class GRU(_FlaxCell):
@@ -682,7 +683,7 @@ class GRU(_FlaxCell):
         bias_metadata=bias_metadata, deterministic=deterministic)
 
   def make_cell(self) -> Cell:
-    return cells.gru(self.hidden_features, **_options(self, cells.gru))
+    return cells.gru(self.hidden_features, **factory_options(self, cells.gru))
 
 
 class LSTM(_FlaxCell):
@@ -727,7 +728,7 @@ class LSTM(_FlaxCell):
         bias_metadata=bias_metadata, deterministic=deterministic)
 
   def make_cell(self) -> Cell:
-    return cells.lstm(self.hidden_features, **_options(self, cells.lstm))
+    return cells.lstm(self.hidden_features, **factory_options(self, cells.lstm))
 
 
 # ----------------------------------------------------------------------------
@@ -780,7 +781,7 @@ class RHN(CellModule):
   def make_cell(self) -> Cell:
     factory = rehn.srhn if self.shared else rehn.rhn
     return factory(self.hidden_features, self.depth,
-                   **_options(self, factory))
+                   **factory_options(self, factory))
 
 
 class SRHN(RHN):
@@ -844,7 +845,7 @@ class SREHN(_Elastic):
 
   def make_cell(self) -> Cell:
     return rehn.srehn(self.hidden_features, self.max_depth,
-                      **_options(self, rehn.srehn))
+                      **factory_options(self, rehn.srehn))
 
 
 class EIREHN(_Elastic):
@@ -883,7 +884,7 @@ class EIREHN(_Elastic):
   def make_cell(self) -> Cell:
     hyper = self.hyper_size or -(-self.hidden_features // 2)
     return rehn.ei_rehn(self.hidden_features, hyper, self.max_depth,
-                        **_options(self, rehn.ei_rehn))
+                        **factory_options(self, rehn.ei_rehn))
 
 
 # ----------------------------------------------------------------------------
@@ -951,7 +952,7 @@ class VCRNN(_VC):
                    deterministic)
 
   def make_cell(self) -> Cell:
-    return vc.vcrnn(self.hidden_features, **_options(self, vc.vcrnn))
+    return vc.vcrnn(self.hidden_features, **factory_options(self, vc.vcrnn))
 
 
 class VCGRU(_VC):
@@ -976,7 +977,7 @@ class VCGRU(_VC):
                    deterministic)
 
   def make_cell(self) -> Cell:
-    return vc.vcgru(self.hidden_features, **_options(self, vc.vcgru))
+    return vc.vcgru(self.hidden_features, **factory_options(self, vc.vcgru))
 
 
 # ----------------------------------------------------------------------------
@@ -1123,7 +1124,7 @@ class ACT(_Flagged):
 
   def make_cell(self) -> Cell:
     return act.adaptive(self.cell.make_cell(), self.output_size,
-                        **_options(self, act.adaptive))
+                        **factory_options(self, act.adaptive))
 
 
 class PonderNet(_Flagged):
@@ -1176,7 +1177,7 @@ class PonderNet(_Flagged):
 
   def make_cell(self) -> Cell:
     return ponder.pondernet(self.cell.make_cell(), self.output_size,
-                            **_options(self, ponder.pondernet))
+                            **factory_options(self, ponder.pondernet))
 
 
 class Repeat(_Flagged):
@@ -1254,7 +1255,7 @@ class Skip(CellModule):
     return self.cell._step_variable()  # pylint: disable=protected-access
 
   def make_cell(self) -> Cell:
-    return skip.skip(self.cell.make_cell(), **_options(self, skip.skip))
+    return skip.skip(self.cell.make_cell(), **factory_options(self, skip.skip))
 
   def initialize_carry(self, input_shape: tuple,
                        rngs: nnx.Rngs | nnx.RngStream | None = None,
@@ -1374,7 +1375,7 @@ class RNN(nnx.Module):
       return a.reshape(batch_shape + (time,) + a.shape[2:])
 
     ys = jax.tree_util.tree_map(restore, ys)
-    carry = _restore_batch(carry, batch_shape)
+    carry = restore_batch(carry, batch_shape)
     return (carry, ys) if return_carry else ys
 
 

@@ -4,7 +4,9 @@ r"""PonderNet (Banino, Balaguer, Blundell 2021) for any cell of the protocol.
 input step for a data-dependent number of steps, scoring every intermediate
 prediction; :func:`reconstruction_loss` and :func:`kl_to_geometric` are the two
 terms of its training loss, which the caller adds. The equations are numbered
-(P1)-(P5) as in :func:`pondernet`'s docstring.
+(P1)-(P5) as in :func:`pondernet`'s docstring. Its halting rule is its own;
+the rest (the flagged input, the readout and halting units, the mean field)
+is :mod:`vcrnn_jax.pondering`'s.
 """
 
 import functools
@@ -15,22 +17,14 @@ import jax
 from jax import lax
 import jax.numpy as jnp
 
-from vcrnn_jax import loops
-from vcrnn_jax.act import (
-  _bcast,
-  _dense_params,
-  _output_width,
-  _with_step_flag,
-)
+from vcrnn_jax import loops, pondering
 from vcrnn_jax.cells import _common
 from vcrnn_jax.core import (
   Cell,
   as_context,
-  cell_output,
   check_cell,
   check_positive_int,
   field_docs,
-  param_dtype_of,
   select_rows,
 )
 
@@ -78,10 +72,6 @@ class _Rows(NamedTuple):
   steps: jax.Array       # int32 steps taken
 
 
-def _dense(x, p):
-  return _common.add_bias(x @ p['kernel'], p['bias'])
-
-
 def _initial_rows(state, batch_shape: tuple, output_size: int,
                   max_steps: int, dtype) -> _Rows:
   """The loop's rows before the first ponder step: nothing halted yet."""
@@ -124,12 +114,8 @@ def _ponder_step(cell: Cell, spec: _Spec, shared, inputs, r: _Rows, running,
   params, context = shared
   x, active, uniforms = inputs
   live = running & active
-  new_state, y = cell.apply(params['cell'], r.state,
-                            _with_step_flag(x, n == 0),
-                            context._replace(active=live))            # (P1)
-  y = cell_output(y)
-  out = _dense(y, params['output'])                                   # (P1)
-  lam = jax.nn.sigmoid(_dense(y, params['halting']))[..., 0]          # (P1)
+  new_state, out, lam = pondering.cell_step(
+      cell, params, r.state, x, n, context._replace(active=live))     # (P1)
   lam, p, halts = _halting(spec, r, lam, active, uniforms, n)
   if spec.inference == 'train':
     w = jnp.where(live, p, 0.0)
@@ -138,8 +124,7 @@ def _ponder_step(cell: Cell, spec: _Spec, shared, inputs, r: _Rows, running,
   axis = p.ndim  # the step axis of the buffers
   rows = _Rows(
       state=select_rows(running, new_state, r.state),
-      acc_state=jax.tree_util.tree_map(
-          lambda acc, s: acc + _bcast(w, s) * s, r.acc_state, new_state),
+      acc_state=pondering.accumulate(r.acc_state, w, new_state),
       acc_output=r.acc_output + w[..., None] * out,
       outputs=lax.dynamic_update_index_in_dim(
           r.outputs, jnp.where(live[..., None], out, 0.0), n, axis),
@@ -307,33 +292,17 @@ def pondernet(
   loop = loops.as_loop_config(loop)
 
   def init(key, input_size):
-    input_size = check_positive_int('input_size', input_size)
-    k_cell, k_out, k_halt = jax.random.split(key, 3)
-    cell_params = cell.init(k_cell, input_size + 1)
-    dtype = param_dtype or param_dtype_of(cell_params)
-    x = jax.ShapeDtypeStruct((1, input_size), dtype)
-    y_size = _output_width(cell, cell_params, cell.initial_state(1), x,
-                           'pondernet')
-    return {
-        'cell': cell_params,
-        'output': _dense_params(kernel_init, k_out, y_size, output_size,
-                                0.0, dtype),                          # (P1)
-        'halting': _dense_params(kernel_init, k_halt, y_size, 1,
-                                 halting_bias, dtype),                # (P1)
-    }
+    return pondering.init_params(
+        cell, key, input_size, output_size, halting_bias=halting_bias,
+        kernel_init=kernel_init, param_dtype=param_dtype)             # (P1)
 
   def apply(params, state, x, context=None):
     context = as_context(context)
     dtype = params['halting']['kernel'].dtype
-    if x.ndim < 1:
-      raise ValueError(f'pondernet.apply: x must be [batch, input_size], got '
-                       f'shape {tuple(x.shape)}.')
-    x = x.astype(dtype) if x.dtype != dtype else x
+    x = pondering.check_input('pondernet', x, dtype)
     batch_shape = x.shape[:-1]
-    _output_width(cell, params['cell'], state, x, 'pondernet')
-    active = (jnp.ones(batch_shape, bool) if context.active is None
-              else jnp.broadcast_to(jnp.asarray(context.active, bool),
-                                    batch_shape))
+    pondering.output_width(cell, params['cell'], state, x, 'pondernet')
+    active = pondering.active_rows(context, batch_shape)
     uniforms = _uniforms(spec, context, batch_shape, dtype)
     rows = _initial_rows(state, batch_shape, output_size, spec.max_steps,
                          dtype)

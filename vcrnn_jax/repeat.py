@@ -27,7 +27,7 @@ import jax
 from jax import lax
 import jax.numpy as jnp
 
-from vcrnn_jax.act import _restated, _with_step_flag
+from vcrnn_jax import pondering
 from vcrnn_jax.core import (
   Cell,
   Context,
@@ -51,9 +51,10 @@ def _check_cell(name: str, cell: Any) -> Cell:
 def _first_presentation(cell: Cell, params, state, x, context: Context):
   """The first presentation, with an input-size error in repeat's terms."""
   try:
-    return cell.apply(params, state, _with_step_flag(x, True), context)
+    return cell.apply(params, state, pondering.with_step_flag(x, True),
+                      context)
   except InputSizeError as e:
-    raise _restated(e, 'repeat', x) from None
+    raise pondering.restated_input_error(e, 'repeat', x) from None
 
 
 def repeat(cell: Cell, repetitions: int) -> Cell:
@@ -122,15 +123,11 @@ def repeat(cell: Cell, repetitions: int) -> Cell:
 
   def apply(params, state, x, context=None):
     context = as_context(context)
-    if x.ndim < 1:
-      raise ValueError(f'repeat.apply: x must be [batch, input_size], got '
-                       f'shape {tuple(x.shape)}.')
-    dtype = param_dtype_of(params['cell'])
-    x = x.astype(dtype) if x.dtype != dtype else x
+    x = pondering.check_input('repeat', x, param_dtype_of(params['cell']))
     inner = params['cell']
     new_state, y = _first_presentation(cell, inner, state, x, context)  # (R1)
     if repetitions > 1:
-      again = _with_step_flag(x, False)                             # (R1)
+      again = pondering.with_step_flag(x, False)                    # (R1)
 
       def presentation(carry, _):
         s, _ = carry
