@@ -129,7 +129,8 @@ def test_suite_runs_a_benchmark_unpinned_and_pinned(tmp_path, capsys):
   assert set(row['while/oracle']) == set(affinities)
   assert bench['rows'][0]['while/oracle'] > 0
   record, = bench_records.read_records(tmp_path / 'records')
-  assert record == json.loads(json.dumps(bench['record']))
+  assert record == {**json.loads(json.dumps(bench['record'])),
+                    'name': 'rehn_depth'}
   assert '| while/oracle | pinned |' in (tmp_path / 'benchmarks.md'
                                           ).read_text()
   assert os.path.isfile(tmp_path / 'benchmarks.json')
