@@ -5,14 +5,13 @@ trainer's own ``train_step``: forward, backward and Adam update) at the ACT
 parity configuration (Elman 128, batch 128, 64 bits) for:
 
   (a) ``adaptive(..., loop='while')``: the while loop with its custom VJP,
-      with the loop settings ``act_parity`` trains with (4 backward slots
-      with their vjp residuals, no tail compaction; flags to change them);
+      with 4 backward slots with their vjp residuals and no tail compaction
+      (flags to change them);
   (b) ``adaptive(..., loop='scan')``: the masked ``lax.scan`` over all M steps;
   (c) an oracle "Repeat-RNN": a plain ``lax.scan`` of exactly the realised
       number of ponder steps (no halting unit), differentiated by autodiff;
-  (d) ``adaptive(..., loop='while')`` with the library's default loop
-      (:class:`vcrnn_jax.loops.LoopConfig`: 8 slots, no residuals): what a
-      user who passes no loop settings gets (``default/oracle``);
+  (d) ``adaptive(..., loop='while')`` with ``loops.LoopConfig()``: 8
+      slots, no residuals, no compaction (``default/oracle``);
   (e) ACT's own maths without the while loop: ``loop='scan'`` with M = N,
       the halting unit and the accumulators of Eq. 9 over exactly the
       steps taken (``floor/oracle``, the same in every row): the floor a
@@ -174,16 +173,15 @@ def main(argv=None) -> list[dict]:
   parser.add_argument('--m', default='10,100,400',
                       help='comma-separated values of M (max ponder steps)')
   parser.add_argument('--compact_rows', type=int, default=0,
-                      help="(a)'s compact_rows (0: no compaction, as in "
-                      'act_parity); every row ponders the same N here, so '
+                      help="(a)'s compact_rows (0: no compaction); every row ponders the same N here, so '
                       'there is no tail')
   parser.add_argument('--checkpoints', type=int, default=4,
-                      help="(a)'s backward-pass carry slots (act_parity's "
+                      help="(a)'s backward-pass carry slots (the binaries' "
                       '--ponder_slots)')
   parser.add_argument('--save_residuals', default=True,
                       action=argparse.BooleanOptionalAction,
                       help="(a) also saves each slot's vjp residuals "
-                      "(act_parity's --save_residuals)")
+                      "(the binaries' --save_residuals)")
   parser.add_argument('--tail', default='0,8,1',
                       help='comma-separated compact_rows (0: none) of the '
                       'tail case, where rows ponder different N (mean 3.55, '

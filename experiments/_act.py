@@ -16,7 +16,7 @@ from typing import Any
 from absl import flags
 
 from experiments import _common
-from vcrnn_jax import loops
+from vcrnn_jax import act, loops
 from vcrnn_jax.files import atomic_write
 from vcrnn_jax.papers.act import sweep as act_sweep
 from vcrnn_jax.papers.act import tasks as act_tasks
@@ -63,21 +63,23 @@ def define_flags(settings: Mapping[str, Any] | None, *,
                      'unit (Eq. 5; paper: 1).')
   # The loop settings change the cost, not the maths: resumable.
   _common.mark_resumable(flags.DEFINE_integer(
-      'compact_rows', s.get('compact_rows'), 'With --loop=while: once at most '
-      'half of the batch still ponders, continue on a half-size batch of those '
-      'rows, halving down to this many rows, so a long pondering tail costs '
-      'the rows it uses (0: never compact). Same maths either way; see '
-      'vcrnn_jax.act.adaptive.', lower_bound=0))
+      'compact_rows', act.DEFAULT_LOOP.compact_rows or 0,
+      'With --loop=while: once at most half of the batch still ponders, '
+      'continue on a half-size batch of those rows, halving down to this many '
+      'rows, so a long pondering tail costs the rows it uses (0: never '
+      'compact). Same maths up to float rounding; see vcrnn_jax.act.adaptive.',
+      lower_bound=0))
   _common.define_positive_int(
-      'ponder_slots', s.get('ponder_slots'), 'With --loop=while: ponder-step '
-      'carries saved for the backward pass; up to this many steps are '
-      'differentiated without recomputation, and memory does not grow with M.',
-      resumable=True)
+      'ponder_slots', act.DEFAULT_LOOP.checkpoints,
+      'With --loop=while: ponder-step carries saved for the backward pass; up '
+      'to this many steps are differentiated without recomputation, and '
+      'memory does not grow with M.', resumable=True)
   _common.mark_resumable(flags.DEFINE_bool(
-      'save_residuals', s.get('save_residuals'), 'With --loop=while: also '
-      'save each saved step\'s vjp residuals, so the backward pass does not '
-      're-run it. Same maths; faster for short ponders of one-step sequences, '
-      'slower inside long sequences (docs/performance.md).'))
+      'save_residuals', act.DEFAULT_LOOP.save_residuals,
+      'With --loop=while: also save each saved step\'s vjp residuals, so the '
+      'backward pass does not re-run it. Same maths; faster for short ponders '
+      'of one-step sequences, slower inside long sequences '
+      '(docs/performance.md).'))
   _common.mark_resumable(flags.DEFINE_enum(
       'loop', 'while', ['while', 'scan'], 'ACT pondering loop: "while" costs '
       'what it computes; "scan" is the masked reference over all M steps.'))

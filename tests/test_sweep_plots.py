@@ -11,7 +11,7 @@ import _binaries
 import numpy as np
 import pytest
 
-from vcrnn_jax import loops
+from vcrnn_jax import act as act_lib
 from vcrnn_jax.analysis import plots, sweep
 from vcrnn_jax.papers.act import plots as act_plots
 from vcrnn_jax.papers.act import sweep as act_sweep
@@ -115,8 +115,8 @@ def test_default_config_per_task_matches_the_paper():
       range(2, 16))
   c = act_sweep.default_config('parity', hidden_size=None, steps=7)
   assert c.model.hidden_size == 128 and c.train.steps == 7  # None: default
-  # The paper's loop settings (cost, not maths) travel with its model.
-  assert c.model.loop == loops.LoopConfig(checkpoints=4, save_residuals=True)
+  # Every task trains with ACT's default loop (cost, not maths).
+  assert c.model.loop == act_lib.DEFAULT_LOOP
   with pytest.raises(ValueError, match='no argument'):
     act_sweep.default_config('logic', task_kwargs={'bits': 8})
   with pytest.raises(ValueError, match='task must be one of'):
@@ -142,7 +142,9 @@ def test_a_sweep_json_of_the_flat_layout_still_matches(tmp_path):
                                     steps=4, keep_checkpoints=3)
   act_sweep.check_manifest(tmp_path, config)
   written = json.loads((tmp_path / 'sweep.json').read_text())
-  assert written['cell'] == 'elman' and written['ponder_slots'] == 4
+  # Loop settings change the cost, not the numbers: today's are written.
+  assert written['cell'] == 'elman'
+  assert written['ponder_slots'] == act_lib.DEFAULT_LOOP.checkpoints
 
 
 def test_manifest_rejects_other_settings(tmp_path):

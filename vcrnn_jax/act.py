@@ -42,6 +42,13 @@ class ACTOutput(NamedTuple):
   remainder: jax.Array
 
 
+# Compaction on: a pondering tail (a few rows running to M while the rest
+# have halted) costs the rows it runs, not the whole batch. Measured on
+# trained parity checkpoints (benchmarks.ponder_tail --time): 4-10x faster
+# at tau = 1e-3 (N up to 100), 0.97-1.01x at tau = 1e-2 (N 1-4, no tail).
+DEFAULT_LOOP = loops.LoopConfig(compact_rows=8)
+
+
 def adaptive(
     cell: Cell,
     output_size: int | None,
@@ -50,7 +57,7 @@ def adaptive(
     epsilon: float = 0.01,
     halting_bias: float = 1.0,
     halt_features: Callable[[Any, jax.Array], jax.Array] | None = None,
-    loop: loops.LoopConfig | str = loops.LoopConfig(),
+    loop: loops.LoopConfig | str = DEFAULT_LOOP,
     kernel_init: Any = _common.default_kernel_init,
     param_dtype: Any = None,
 ) -> Cell:
@@ -112,7 +119,9 @@ def adaptive(
       and costs inside a time ``lax.scan``; ``compact_rows`` gathers the
       rows still pondering into halving batches, which pays when a few rows
       ponder much longer than the rest (docs/performance.md has the
-      measurements of each).
+      measurements of each). Default :data:`DEFAULT_LOOP`: the while loop
+      with ``compact_rows=8``; a string gives ``LoopConfig(kind)``, without
+      compaction.
     kernel_init: initialiser of ``W_y`` and ``W_h`` (default LeCun normal,
       as ``flax.linen.Dense``).
     param_dtype: dtype of the ACT params; None (default) follows the wrapped

@@ -48,8 +48,9 @@ CELLS = registry.names('baseline')
 
 # The paper's model and task per synthetic task (ACT Sections 3.1-3.4) and our
 # training budget, in one place: the binaries' flag defaults and the sweep's
-# come from here. Loop settings (compact_rows, ponder_slots, save_residuals)
-# change the speed, not the maths (docs/performance.md).
+# come from here. The loop (compaction, backward slots, residuals) is
+# act.DEFAULT_LOOP for every task: it changes the speed, not the maths
+# (docs/performance.md).
 # 'difficulty_seq_len' is the sequence length of the paper's difficulty plots
 # (Fig. 10: length 5; Fig. 14: length 3); None lets the task choose.
 PAPER_SETTINGS = {
@@ -57,25 +58,18 @@ PAPER_SETTINGS = {
                    cell='elman', hidden_size=128, batch_size=128,
                    max_steps=100, tau=0.01, learning_rate=1e-3,
                    steps=300_000, eval_every=10_000,
-                   # Parity rows halt together (N is 2-3): compaction would
-                   # only add its overhead, and 4 slots with their vjp
-                   # residuals make the backward pass a plain transpose.
-                   compact_rows=0, ponder_slots=4, save_residuals=True,
                    difficulty_seq_len=None),
     'logic': dict(task_kwargs={'max_len': 10, 'num_gates': 10}, cell='lstm',
                   hidden_size=128, batch_size=16, max_steps=100, tau=1e-3,
                   learning_rate=1e-3, steps=60_000, eval_every=1000,
-                  compact_rows=8, ponder_slots=8, save_residuals=False,
                   difficulty_seq_len=5),
     'addition': dict(task_kwargs={'max_len': 5, 'max_digits': 5}, cell='lstm',
                      hidden_size=512, batch_size=32, max_steps=20, tau=1e-3,
                      learning_rate=1e-3, steps=20_000, eval_every=1000,
-                     compact_rows=8, ponder_slots=8, save_residuals=False,
                      difficulty_seq_len=3),
     'sort': dict(task_kwargs={'min_len': 2, 'max_len': 15}, cell='lstm',
                  hidden_size=512, batch_size=16, max_steps=100, tau=1e-3,
                  learning_rate=1e-3, steps=20_000, eval_every=1000,
-                 compact_rows=8, ponder_slots=8, save_residuals=False,
                  difficulty_seq_len=None),
 }
 # The task argument whose range is the x axis of each task's difficulty
@@ -88,8 +82,7 @@ TASKS = tuple(PAPER_SETTINGS)
 # ACT Sec. 3.5 (enwik8 bytes); not a synthetic task, same flags.
 WIKIPEDIA_SETTINGS = dict(cell='lstm', hidden_size=1500, batch_size=16,
                           max_steps=100, tau=0.01, learning_rate=1e-3,
-                          steps=10_000, eval_every=500, compact_rows=8,
-                          ponder_slots=8, save_residuals=False)
+                          steps=10_000, eval_every=500)
 
 
 def all_difficulties(task: str, task_kwargs: Mapping[str, Any]
@@ -178,7 +171,7 @@ class ModelConfig(NamedTuple):
   max_steps: int = 100         # ACT Eq. 13 M
   epsilon: float = 0.01        # ACT Eq. 7
   halting_bias: float = 1.0    # initial b_h (Eq. 5)
-  loop: loops.LoopConfig = loops.LoopConfig()   # cost, not maths
+  loop: loops.LoopConfig = act_lib.DEFAULT_LOOP   # cost, not maths
 
 
 def paper_model(task: str) -> ModelConfig:
@@ -186,9 +179,7 @@ def paper_model(task: str) -> ModelConfig:
   s = PAPER_SETTINGS[task]
   return ModelConfig(
       cell=s['cell'], hidden_size=s['hidden_size'], act=True, tau=s['tau'],
-      max_steps=s['max_steps'], loop=loops.LoopConfig(
-          checkpoints=s['ponder_slots'], save_residuals=s['save_residuals'],
-          compact_rows=s['compact_rows'] or None))
+      max_steps=s['max_steps'])
 
 
 def step_mask(mask: jax.Array) -> jax.Array:
