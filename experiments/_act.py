@@ -67,8 +67,10 @@ def define_flags(settings: Mapping[str, Any] | None, *,
       'With --loop=while: once at most half of the batch still ponders, '
       'continue on a half-size batch of those rows, halving down to this many '
       'rows, so a long pondering tail costs the rows it uses (0: never '
-      'compact). Same maths up to float rounding; see vcrnn_jax.act.adaptive.',
-      lower_bound=0))
+      'compact). Same maths up to float rounding; see vcrnn_jax.act.adaptive. '
+      'The progress line\'s "tail" is the share of the loop\'s row-steps '
+      'spent on halted rows: near 1, a run without compaction pays mostly '
+      'for rows that have stopped.', lower_bound=0))
   _common.define_positive_int(
       'ponder_slots', act.DEFAULT_LOOP.checkpoints,
       'With --loop=while: ponder-step carries saved for the backward pass; up '

@@ -63,6 +63,19 @@ def test_task_experiment_loss_adds_tau_times_ponder_cost():
   ponder_per_seq = m0['ponder'] * jnp.sum(valid) / 4   # mean of P(x), Eq. 11
   np.testing.assert_allclose(l1 - l0, 0.5 * ponder_per_seq, rtol=1e-5)
   assert m0['ponder'] >= 1.0
+  assert 0.0 <= m0['tail'] < 1.0      # what the progress line shows
+
+
+def test_tail_share_counts_the_halted_rows_a_loop_carries():
+  # Step 0: rows ponder 1 and 3 (loop of 3 iterations, 2 rows): 2 of 6
+  # row-steps are a halted row. Step 1 is padding for row 1 and counts
+  # only row 0: 2 of 2 useful.
+  steps = jnp.array([[1, 2], [3, 9]])
+  valid = jnp.array([[True, True], [True, False]])
+  want = 1 - (1 + 3 + 2) / (2 * (3 + 2))
+  np.testing.assert_allclose(act_tasks.tail_share(steps, valid), want)
+  same = jnp.full((4, 3), 2)
+  assert float(act_tasks.tail_share(same, same > 0)) == 0.0
 
 
 def test_build_model_rejects_unknown_cell():

@@ -38,6 +38,7 @@ __all__ = [
     'step_mask',
     'build_cell',
     'build_model',
+    'tail_share',
     'task_experiment',
     'evaluate_by_difficulty',
 ]
@@ -215,6 +216,25 @@ def build_model(task, model: ModelConfig):
   return sequence_model(cell, task.output_size)
 
 
+def tail_share(steps: jax.Array, valid: jax.Array) -> jax.Array:
+  """Share of a batch's ponder loop spent on rows that have halted.
+
+  The loop runs at each input step until the batch's slowest row halts;
+  without compaction every row is computed at every iteration. This is the
+  share of those row-steps whose row had already halted: near 0 when rows
+  halt together, near 1 when a few rows ponder far longer than the rest
+  (the tail that ``compact_rows`` stops paying for). The training progress
+  line shows it as ``tail``.
+
+  Args:
+    steps: ``[batch, time]`` int N(t) of each row (``ACTOutput.steps``).
+    valid: ``[batch, time]`` bool, the input steps that count.
+  """
+  steps = jnp.where(valid, steps, 0).astype(jnp.float32)
+  computed = steps.shape[0] * jnp.sum(jnp.max(steps, axis=0))
+  return 1.0 - jnp.sum(steps) / jnp.maximum(computed, 1.0)
+
+
 def task_experiment(task, model: ModelConfig, *, batch_size: int,
                     eval_batch_size: int = 1000, eval_batches: int = 1,
                     eval_seed: int = 2**31 - 1) -> Experiment:
@@ -242,16 +262,18 @@ def task_experiment(task, model: ModelConfig, *, batch_size: int,
       ponder = act_lib.ponder_cost(ys, valid)                      # (11)
     else:
       ponder = jnp.sum(valid, axis=1)   # one step per input without ACT
-    return logits, seq_loss, ponder, jnp.sum(valid, axis=1)
+    steps = ys.steps if model.act else None
+    return logits, seq_loss, ponder, jnp.sum(valid, axis=1), steps
 
   def loss(params, batch, info):
     del info  # No dropout and no schedules in the ACT tasks.
-    _, seq_loss, ponder, n_steps = forward(params, batch)
+    _, seq_loss, ponder, n_steps, steps = forward(params, batch)
     total = seq_loss + (model.tau * ponder if model.act else 0.0)  # (12)
-    return jnp.mean(total), {
-        'loss': jnp.mean(seq_loss),
-        'ponder': jnp.sum(ponder) / jnp.sum(n_steps),
-    }
+    metrics = {'loss': jnp.mean(seq_loss),
+               'ponder': jnp.sum(ponder) / jnp.sum(n_steps)}
+    if model.act:
+      metrics['tail'] = tail_share(steps, step_mask(batch.mask)[0])
+    return jnp.mean(total), metrics
 
   @jax.jit
   def sample(key, step):
@@ -263,7 +285,7 @@ def task_experiment(task, model: ModelConfig, *, batch_size: int,
   @jax.jit
   def eval_batch(params, key):
     batch = task.sample(key, eval_batch_size)
-    logits, seq_loss, ponder, n_steps = forward(params, batch)
+    logits, seq_loss, ponder, n_steps, _ = forward(params, batch)
     errors = task.sequence_errors(logits, batch)
     return (jnp.sum(errors), jnp.sum(seq_loss), jnp.sum(ponder),
             jnp.sum(n_steps))
