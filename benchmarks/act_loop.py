@@ -173,8 +173,8 @@ def main(argv=None) -> list[dict]:
   parser.add_argument('--m', default='10,100,400',
                       help='comma-separated values of M (max ponder steps)')
   parser.add_argument('--compact_rows', type=int, default=0,
-                      help="(a)'s compact_rows (0: no compaction); every row ponders the same N here, so '
-                      'there is no tail')
+                      help="(a)'s compact_rows (0: no compaction); every "
+                      'row ponders the same N here, so there is no tail')
   parser.add_argument('--checkpoints', type=int, default=4,
                       help="(a)'s backward-pass carry slots (the binaries' "
                       '--ponder_slots)')
