@@ -47,17 +47,19 @@ its criterion, are generated from the run records on docs/results/family.md.
 from absl import flags
 
 from experiments import _common
-from vcrnn_jax import tasks
+from vcrnn_jax import registry, tasks
 from vcrnn_jax.files import atomic_write
 from vcrnn_jax.papers.family import parity as family_parity
 from vcrnn_jax.papers.family import plots as family_plots
 
 _D = family_parity.ModelConfig()
 
-flags.DEFINE_enum('method', _D.method, list(family_parity.METHODS),
-                  'The model: "rnn" (the cell alone), "act" (Adaptive '
-                  'Computation Time), "repeat" (Repeat-RNN, each input '
-                  'presented --rho times) or "pondernet".')
+flags.DEFINE_enum(
+    'method', _D.method, list(family_parity.METHODS),
+    'The model: ' + ', '.join(
+        f'"{m}" ({registry.METHODS[m].summary})' if m in registry.METHODS
+        else f'"{m}" (the cell alone)' for m in family_parity.METHODS)
+    + '; each method\'s settings are the flags whose help names it.')
 flags.DEFINE_enum('setting', 'interpolation',
                   list(family_parity.SETTINGS),
                   'PonderNet Sec. 3.1: "interpolation" (64 elements, 1-64 '

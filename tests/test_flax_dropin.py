@@ -15,6 +15,7 @@ for gates with ``g(-a) = 1 - g(a)``), the carry and the constructor.
 """
 
 import dataclasses
+import functools
 import inspect
 import warnings
 
@@ -28,7 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from vcrnn_jax import act, cells, linen, ponder, rehn, repeat, skip, vc
+from vcrnn_jax import cells, linen, registry
 from vcrnn_jax import nnx as vnnx
 from vcrnn_jax.core import InputSizeError, cell_output
 from vcrnn_jax.unroll import unroll
@@ -147,44 +148,32 @@ def test_flax_constructor_calls_work_unchanged():
   linen.Elman(4, jax.nn.relu, residual=True, dtype=BF16)
 
 
-def test_recurrent_kernel_init_is_the_one_name():
-  """Every cell with a recurrent kernel (the flax cells, RHN, VC) and its
-  Linen and NNX modules take ``recurrent_kernel_init``, flax's name; the
-  old ``recurrent_init`` is an unknown keyword."""
+@pytest.mark.parametrize('name', registry.names())
+def test_recurrent_kernel_init_is_the_one_name(name):
+  """Every cell (each has a recurrent kernel) and its Linen and NNX modules
+  take ``recurrent_kernel_init``, flax's name; the old ``recurrent_init``
+  is an unknown keyword."""
   ones = jax.nn.initializers.ones
-  factories = [lambda **kw: cells.elman(H, **kw),
-               lambda **kw: cells.gru(H, **kw),
-               lambda **kw: cells.lstm(H, **kw),
-               lambda **kw: rehn.rhn(H, 2, **kw),
-               lambda **kw: rehn.srhn(H, 2, **kw),
-               lambda **kw: rehn.srehn(H, 2, **kw),
-               lambda **kw: rehn.ei_rehn(H, 3, 2, **kw),
-               lambda **kw: vc.vcrnn(H, **kw),
-               lambda **kw: vc.vcgru(H, **kw)]
-  for factory in factories:
-    params = factory(recurrent_kernel_init=ones).init(jax.random.key(0), D)
-    np.testing.assert_array_equal(params['recurrent_kernel'], 1.0)
-    with pytest.raises(TypeError, match="keyword argument 'recurrent_init'"
-                       ) as excinfo:
-      factory(recurrent_init=ones)
-    _one_line(excinfo)
-  r = nnx.Rngs(0)
-  modules = [lambda **kw: vnnx.LSTM(D, H, rngs=r, **kw),
-             lambda **kw: vnnx.SRHN(D, H, 2, rngs=r, **kw),
-             lambda **kw: vnnx.EIREHN(D, H, 2, rngs=r, **kw),
-             lambda **kw: vnnx.VCGRU(D, H, rngs=r, **kw)]
-  for module in modules:
-    np.testing.assert_array_equal(
-        module(recurrent_kernel_init=ones).recurrent_kernel[...], 1.0)
-    with pytest.raises(TypeError, match="keyword argument 'recurrent_init'"):
-      module(recurrent_init=ones)
-  for module in (linen.Elman, linen.RHN, linen.EIREHN, linen.VCRNN):
-    assert 'recurrent_init' not in module.__dataclass_fields__
-    assert 'recurrent_kernel_init' in module.__dataclass_fields__
-  built = linen.RHN(H, 2, recurrent_kernel_init=ones)
-  assert built.recurrent_kernel_init is ones
+  entry = registry.METHODS[name]
+  factory = functools.partial(entry.build or entry.factory, H)
+  params = factory(recurrent_kernel_init=ones).init(jax.random.key(0), D)
+  np.testing.assert_array_equal(params['recurrent_kernel'], 1.0)
+  with pytest.raises(TypeError, match="keyword argument 'recurrent_init'"
+                     ) as excinfo:
+    factory(recurrent_init=ones)
+  _one_line(excinfo)
+  module = functools.partial(getattr(vnnx, entry.module), D, H,
+                             **entry.example, rngs=nnx.Rngs(0))
+  np.testing.assert_array_equal(
+      module(recurrent_kernel_init=ones).recurrent_kernel[...], 1.0)
   with pytest.raises(TypeError, match="keyword argument 'recurrent_init'"):
-    linen.Elman(H, recurrent_init=ones)
+    module(recurrent_init=ones)
+  module = getattr(linen, entry.module)
+  assert 'recurrent_init' not in module.__dataclass_fields__
+  module = functools.partial(module, H, **entry.example)
+  assert module(recurrent_kernel_init=ones).recurrent_kernel_init is ones
+  with pytest.raises(TypeError, match="keyword argument 'recurrent_init'"):
+    module(recurrent_init=ones)
 
 
 # ----------------------------------------------------------------------------
@@ -204,6 +193,8 @@ def _nnx_pair(name, options, seed=0):
 
 
 def _run_both(ours, theirs, carry_ours, carry_theirs, xs, tol):
+  """Steps both cells over ``xs``: the same values, and after each step the
+  same dtypes (carry and output) as Flax's."""
   for t in range(xs.shape[1]):
     carry_ours, y = ours(carry_ours, xs[:, t])
     with _standard():
@@ -211,6 +202,8 @@ def _run_both(ours, theirs, carry_ours, carry_theirs, xs, tol):
     _close(tuple(jax.tree_util.tree_leaves(carry_ours)),
            tuple(jax.tree_util.tree_leaves(carry_theirs)), tol)
     _close(y, y_flax, tol)
+    assert _carry_dtypes(carry_ours) == _carry_dtypes(carry_theirs)
+    assert y.dtype == y_flax.dtype
   return carry_ours, y
 
 
@@ -224,16 +217,46 @@ def test_nnx_values_equal_flax_for_each_dtype_pair(name, dtypes):
   carry = ours.initialize_carry((B, D))
   with _standard():
     flax_carry = theirs.initialize_carry((B, D), nnx.Rngs(0))
-  # Where Flax's scan can carry it (the carry keeps its dtype), the same
-  # dtypes; ours is the wider of dtype and param_dtype throughout.
+  # Flax's carry starts in param_dtype and may change type at the first
+  # step, which its RNN's scan refuses; ours starts in the type Flax's has
+  # after a step and keeps it: for the LSTM the wider of dtype and
+  # param_dtype (f * c mixes them), for Elman dtype (bfloat16 over float32
+  # params included: flax's activation is computed in it).
   want = _wider(param_dtype, dtype or param_dtype)
+  if name == 'elman':
+    want = jnp.dtype(dtype)
   assert set(_carry_dtypes(carry)) == {want}
   if want == param_dtype:
     assert _carry_dtypes(carry) == _carry_dtypes(flax_carry)
   carry, y = _run_both(ours, theirs, carry, flax_carry, _xs(), tol)
-  assert set(_carry_dtypes(carry)) == {want}
-  if name == 'lstm':
-    assert y.dtype == want    # flax's LSTM output: f * c mixes the dtypes
+  assert set(_carry_dtypes(carry)) == {want} and y.dtype == want
+
+
+def test_nnx_elman_in_bfloat16_over_float32_params_is_flax_simple_cell():
+  """The carry and output in bfloat16, as flax's, through a whole scan:
+  close to flax's nnx.RNN (started from a bfloat16 carry, which its scan
+  needs) inside nnx.RNN and vnnx.RNN; flax adds the bias to the input's
+  product, ours to the sum, so bfloat16 rounds them apart by an ulp."""
+  ours, theirs = _nnx_pair('elman', dict(dtype=BF16, param_dtype=F32))
+  xs = _xs()
+  with _standard():
+    want = nnx.RNN(theirs)(xs, initial_carry=jnp.zeros((B, H), BF16))
+  assert want.dtype == BF16
+  for rnn in (nnx.RNN, vnnx.RNN):
+    got = rnn(ours)(xs)
+    assert got.dtype == BF16
+    _close(got, want, DTYPES['bf16_compute_f32_params'][2])
+  # The Linen module, against flax.linen.SimpleCell.
+  module, flax_module, convert = _linen_pair(
+      'elman', dict(COMMON, dtype=BF16, param_dtype=F32))
+  params = _linen_params(module)
+  ys = nn.RNN(module).apply({'params': {'cell': params}}, xs)
+  with _standard():
+    want = nn.RNN(flax_module).apply(
+        {'params': {'cell': convert(params['cell'])}}, xs,
+        initial_carry=jnp.zeros((B, H), BF16))
+  assert ys.dtype == want.dtype == BF16
+  _close(ys, want, DTYPES['bf16_compute_f32_params'][2])
 
 
 @pytest.mark.parametrize('name', ['lstm', 'elman'])
@@ -523,21 +546,11 @@ def test_linen_carry_init_through_wrappers():
 # ----------------------------------------------------------------------------
 # Settings declared once: every module default is its factory's.
 
-LINEN_FACTORIES = [
-    (linen.Elman, cells.elman), (linen.GRU, cells.gru),
-    (linen.LSTM, cells.lstm), (linen.RHN, rehn.rhn),
-    (linen.SREHN, rehn.srehn), (linen.EIREHN, rehn.ei_rehn),
-    (linen.VCRNN, vc.vcrnn), (linen.VCGRU, vc.vcgru),
-    (linen.Stack, cells.stack), (linen.ACT, act.adaptive),
-    (linen.PonderNet, ponder.pondernet), (linen.Repeat, repeat.repeat),
-    (linen.Skip, skip.skip)]
-NNX_FACTORIES = [
-    (vnnx.Elman, cells.elman), (vnnx.GRU, cells.gru), (vnnx.LSTM, cells.lstm),
-    (vnnx.RHN, rehn.rhn), (vnnx.SRHN, rehn.srhn), (vnnx.SREHN, rehn.srehn),
-    (vnnx.EIREHN, rehn.ei_rehn), (vnnx.VCRNN, vc.vcrnn),
-    (vnnx.VCGRU, vc.vcgru), (vnnx.Stack, cells.stack),
-    (vnnx.ACT, act.adaptive), (vnnx.PonderNet, ponder.pondernet),
-    (vnnx.Repeat, repeat.repeat), (vnnx.Skip, skip.skip)]
+# Every method of the registry's table: its module and its pure factory.
+LINEN_FACTORIES = [(getattr(linen, e.module), e.factory)
+                   for e in registry.METHODS.values()]
+NNX_FACTORIES = [(getattr(vnnx, e.module), e.factory)
+                 for e in registry.METHODS.values()]
 
 
 def _factory_defaults(factory):
@@ -547,7 +560,7 @@ def _factory_defaults(factory):
 
 
 @pytest.mark.parametrize('module,factory', LINEN_FACTORIES,
-                         ids=lambda x: getattr(x, '__name__', ''))
+                         ids=list(registry.METHODS))
 def test_linen_field_defaults_are_the_factory_defaults(module, factory):
   fields = {f.name: f.default for f in dataclasses.fields(module)}
   for name, default in _factory_defaults(factory).items():
@@ -555,7 +568,7 @@ def test_linen_field_defaults_are_the_factory_defaults(module, factory):
 
 
 @pytest.mark.parametrize('module,factory', NNX_FACTORIES,
-                         ids=lambda x: getattr(x, '__name__', ''))
+                         ids=list(registry.METHODS))
 def test_nnx_defaults_are_the_factory_defaults(module, factory):
   params = inspect.signature(module.__init__).parameters
   for name, default in _factory_defaults(factory).items():
@@ -570,11 +583,15 @@ def _one_line(excinfo):
   assert '\n' not in str(excinfo.value), str(excinfo.value)
 
 
-@pytest.mark.parametrize('wrap', [
-    lambda c: act.adaptive(c, 3), lambda c: ponder.pondernet(c, 1),
-    lambda c: repeat.repeat(c, 2), lambda c: skip.skip(c),
-    lambda c: cells.stack([cells.gru(4), c])])
-def test_a_factory_for_a_cell_is_a_one_line_error(wrap):
+@pytest.mark.parametrize('name', registry.names('wrapper', 'stack'))
+def test_a_factory_for_a_cell_is_a_one_line_error(name):
+  entry = registry.METHODS[name]
+
+  def wrap(cell):
+    if name == 'stack':
+      return entry.factory([cells.gru(4), cell], **entry.example)
+    return entry.factory(cell, **entry.example)
+
   with pytest.raises(ValueError, match=r'got the factory cells.gru: call '
                      r'it, e.g. cells.gru\(8\)') as excinfo:
     wrap(cells.gru)

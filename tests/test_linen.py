@@ -2,6 +2,7 @@
 
 import inspect
 
+import _methods
 import chex
 import flax.linen as nn
 import jax
@@ -10,7 +11,7 @@ import numpy as np
 import pytest
 
 import vcrnn_jax
-from vcrnn_jax import act, cells, linen, ponder, rehn, repeat, skip, vc
+from vcrnn_jax import act, cells, linen, ponder, registry, rehn, repeat, vc
 from vcrnn_jax.core import Context, cell_output
 from vcrnn_jax.unroll import unroll
 
@@ -21,39 +22,15 @@ def _xs(shape=(B, T, D), seed=1):
   return jax.random.normal(jax.random.key(seed), shape, jnp.float32)
 
 
-# Every pure factory, its module, and non-default options that reach it.
+# Every method of the registry's table (its example: non-default options
+# that must reach the cell), then cases beyond the table's: ACT on the while
+# loop and without a readout.
 CASES = {
-    'elman': (lambda: linen.Elman(H), lambda: cells.elman(H)),
-    'gru': (lambda: linen.GRU(H), lambda: cells.gru(H)),
-    'lstm': (lambda: linen.LSTM(H, forget_bias=1.0),
-             lambda: cells.lstm(H, forget_bias=1.0)),
-    'rhn': (lambda: linen.RHN(H, depth=2, coupled=False),
-            lambda: rehn.rhn(H, 2, coupled=False)),
-    'srhn': (lambda: linen.RHN(H, depth=3, shared=True),
-             lambda: rehn.srhn(H, 3)),
-    'srehn': (lambda: linen.SREHN(H, max_depth=4, loop='scan'),
-              lambda: rehn.srehn(H, 4, loop='scan')),
-    'ei_rehn': (lambda: linen.EIREHN(H, max_depth=4, hyper_size=2),
-                lambda: rehn.ei_rehn(H, 2, 4)),
-    'vcrnn': (lambda: linen.VCRNN(8, block_sizes=4, sharpness=2.0),
-              lambda: vc.vcrnn(8, block_sizes=4, sharpness=2.0)),
-    'vcgru': (lambda: linen.VCGRU(8, block_sizes=4),
-              lambda: vc.vcgru(8, block_sizes=4)),
-    'stack': (lambda: linen.Stack([linen.GRU(H), linen.LSTM(4)]),
-              lambda: cells.stack([cells.gru(H), cells.lstm(4)])),
-    'act': (lambda: linen.ACT(linen.LSTM(H), output_size=2, max_steps=5),
-            lambda: act.adaptive(cells.lstm(H), 2, max_steps=5)),
+    **{name: (lambda name=name: _methods.linen_module(name, H),
+              lambda name=name: _methods.pure(name, H))
+       for name in _methods.NAMES},
     'act_no_readout': (lambda: linen.ACT(linen.GRU(H), max_steps=5),
                        lambda: act.adaptive(cells.gru(H), None, max_steps=5)),
-    # The family of ACT's: the 'scan' loop compiles faster.
-    'ponder': (lambda: linen.PonderNet(linen.Elman(H), output_size=2,
-                                       max_steps=3, epsilon=0.1, loop='scan'),
-               lambda: ponder.pondernet(cells.elman(H), 2, max_steps=3,
-                                        epsilon=0.1, loop='scan')),
-    'repeat': (lambda: linen.Repeat(linen.LSTM(4), repetitions=2),
-               lambda: repeat.repeat(cells.lstm(4), 2)),
-    'skip': (lambda: linen.Skip(linen.GRU(H), update_bias=0.5),
-             lambda: skip.skip(cells.gru(H), update_bias=0.5)),
 }
 
 
@@ -92,19 +69,46 @@ def test_padding_aware_rnn_equals_unroll_with_lengths(name):
   chex.assert_trees_all_close(carry, state, rtol=1e-6, atol=1e-6)
 
 
-def test_every_factory_option_is_a_module_field():
-  pairs = [(linen.Elman, cells.elman), (linen.GRU, cells.gru),
-           (linen.LSTM, cells.lstm), (linen.RHN, rehn.rhn),
-           (linen.RHN, rehn.srhn), (linen.SREHN, rehn.srehn),
-           (linen.EIREHN, rehn.ei_rehn), (linen.VCRNN, vc.vcrnn),
-           (linen.VCGRU, vc.vcgru), (linen.Stack, cells.stack),
-           (linen.ACT, act.adaptive), (linen.PonderNet, ponder.pondernet),
-           (linen.Repeat, repeat.repeat), (linen.Skip, skip.skip)]
-  renamed = {'hidden_size': 'features', 'cell': 'inner'}
-  for module, factory in pairs:
-    fields = set(module.__dataclass_fields__)
-    for arg in inspect.signature(factory).parameters:
-      assert renamed.get(arg, arg) in fields, (module.__name__, arg)
+@pytest.mark.parametrize('name', _methods.NAMES)
+def test_every_factory_option_is_a_module_field(name):
+  entry = registry.METHODS[name]
+  module = getattr(linen, entry.module)
+  fields = set(module.__dataclass_fields__)
+  for arg in inspect.signature(entry.factory).parameters:
+    arg = 'features' if arg == 'hidden_size' else arg
+    assert arg in fields, (module.__name__, arg)
+
+
+def test_wrappers_take_the_module_they_wrap_as_cell():
+  # The pure API's and NNX's name; the params keep the pure tree.
+  gru = linen.GRU(H)
+  module = linen.Repeat(cell=gru, repetitions=2)
+  assert module.cell == gru and module.cell.features == H
+  assert module.clone().cell == gru
+  xs = _xs()
+  variables = module.init(jax.random.key(0),
+                          module.initialize_carry(jax.random.key(0), (B, D)),
+                          xs[:, 0])
+  assert set(variables['params']) == {'cell'}
+  chex.assert_trees_all_equal_shapes(
+      variables['params']['cell'],
+      repeat.repeat(cells.gru(H), 2).init(jax.random.key(0), D))
+  with pytest.raises(TypeError, match="unexpected keyword argument 'inner'"):
+    linen.ACT(inner=gru)   # pylint: disable=unexpected-keyword-arg
+  # Built in a parent's setup, where Linen adopts what fields hold.
+
+  class Model(nn.Module):
+    def setup(self):
+      self.rnn = nn.RNN(linen.Repeat(linen.GRU(H), repetitions=2))
+
+    def __call__(self, xs):
+      return self.rnn(xs)
+
+  params = Model().init(jax.random.key(0), xs)['params']
+  chex.assert_trees_all_equal_shapes(params['rnn']['cell'], variables['params'])
+  with pytest.raises(ValueError, match='Skip wraps a vcrnn_jax.linen module, '
+                     'got LSTMCell'):
+    linen.Skip(nn.LSTMCell(H))
 
 
 def test_module_options_reach_the_cell():
@@ -320,19 +324,18 @@ def test_padding_aware_rnn_time_major_and_batch_axes():
 # Gradients too, and ACT around ACT: the test the NNX modules have.
 
 
-# Every cell of CASES; ACT as ACT with a readout around ACT without one, and
-# the elastic cells on the 'scan' loop, which compiles faster (test_act and
-# test_loops compare the loops' gradients).
+# Every method of the table (its examples run the 'scan' loop, which
+# compiles faster; test_act and test_loops compare the loops' gradients),
+# and ACT with a readout around ACT without one.
 GRAD_CASES = dict(
-    {k: v for k, v in CASES.items() if not k.startswith('act')},
-    ei_rehn=(lambda: linen.EIREHN(H, max_depth=4, hyper_size=2, loop='scan'),
-             lambda: rehn.ei_rehn(H, 2, 4, loop='scan')),
-    act=(lambda: linen.ACT(linen.ACT(linen.GRU(H), max_steps=3, loop='scan'),
-                           output_size=2, max_steps=3, halting_bias=0.0,
-                           loop='scan'),
-         lambda: act.adaptive(
-             act.adaptive(cells.gru(H), None, max_steps=3, loop='scan'), 2,
-             max_steps=3, halting_bias=0.0, loop='scan')))
+    {k: v for k, v in CASES.items() if k != 'act_no_readout'},
+    act_of_act=(
+        lambda: linen.ACT(linen.ACT(linen.GRU(H), max_steps=3, loop='scan'),
+                          output_size=2, max_steps=3, halting_bias=0.0,
+                          loop='scan'),
+        lambda: act.adaptive(
+            act.adaptive(cells.gru(H), None, max_steps=3, loop='scan'), 2,
+            max_steps=3, halting_bias=0.0, loop='scan')))
 
 
 @pytest.mark.parametrize('name', sorted(GRAD_CASES))

@@ -7,6 +7,7 @@ any element is running. float64 is on (tests/conftest.py).
 """
 
 import functools
+import inspect
 from typing import NamedTuple
 
 import jax
@@ -191,6 +192,34 @@ def test_gradient_matches_finite_differences():
   np.testing.assert_allclose(g_carry.h[2, 0], fd, rtol=1e-6)
 
 
+class _WithNone(NamedTuple):
+  empty: None
+  x: jax.Array
+  y: jax.Array
+  n: jax.Array
+
+
+@pytest.mark.parametrize('save', [False, True])
+def test_a_none_field_in_the_carry_keeps_gradients_aligned(save):
+  # A None field has no leaf; its cotangent must not shift the others'.
+  def loss(p, kind):
+    def body(p, c):
+      return _WithNone(None, c.x * p, c.y * 2.0, c.n + 1)
+    init = _WithNone(None, jnp.ones((3, 6)), jnp.ones(3),
+                     jnp.zeros((), jnp.int32))
+    cond = lambda c: c.n < 3
+    if kind == 'while':
+      c, _ = loops.bounded_while_loop(cond, body, p, init, max_steps=5,
+                                      checkpoints=2, save_residuals=save)
+    else:
+      c, _ = loops.masked_scan_loop(cond, body, p, init, max_steps=5)
+    return jnp.sum(c.x) + jnp.sum(c.y)
+
+  p = jnp.full((3, 6), 1.5)
+  np.testing.assert_allclose(jax.grad(loss)(p, 'while'),
+                             jax.grad(loss)(p, 'scan'), rtol=1e-6)
+
+
 def test_zero_steps_when_cond_false_at_start():
   params = make_params()
   carry = make_carry()._replace(running=jnp.zeros((B,), bool))
@@ -225,7 +254,7 @@ def test_weakly_typed_carry_leaf_takes_body_dtype():
   p = jnp.float32(0.5)
   (_, total), n = loops.bounded_while_loop(
       lambda c: c[1] < 3.0, count_body, p, (jnp.ones(2, jnp.float32), 0.0),
-      max_steps=10)
+      max_steps=10, checkpoints=4, save_residuals=False)
   assert total.dtype == jnp.float32 and int(n) == 2
 
 
@@ -279,7 +308,7 @@ def test_inside_scan_over_time_with_grad():
   params = make_params()
   xs = 0.5 * jax.random.normal(jax.random.key(7), (5, B, H))
   got = jax.jit(jax.value_and_grad(
-      _time_loss(loops.bounded_while_loop, max_steps=30, checkpoints=3),
+      _time_loss(loops.bounded_while_loop, **DEFAULT),
       argnums=(0, 1), has_aux=True))(params, xs)
   ref = jax.jit(jax.value_and_grad(
       _time_loss(loops.masked_scan_loop, max_steps=30),
@@ -304,7 +333,8 @@ def test_closed_over_differentiable_value_gets_its_gradient():
       return jnp.sum(final.acc ** 2)
     return jax.jit(jax.grad(f))
 
-  got = loss(loops.bounded_while_loop, max_steps=30, checkpoints=2)(0.3)
+  got = loss(loops.bounded_while_loop, max_steps=30, checkpoints=2,
+             save_residuals=False)(0.3)
   ref = loss(loops.masked_scan_loop, max_steps=30)(0.3)
   np.testing.assert_allclose(got, ref, rtol=1e-12)
 
@@ -346,7 +376,8 @@ def test_nested_loops():
     return jax.jit(jax.value_and_grad(f, argnums=(0, 1), has_aux=True))
 
   (value, n), g = outer_loss(loops.bounded_while_loop, max_steps=10,
-                             checkpoints=2)(params, carry.h)
+                             checkpoints=2, save_residuals=False)(params,
+                                                                  carry.h)
   (value_ref, _), g_ref = outer_loss(loops.masked_scan_loop,
                                      max_steps=10)(params, carry.h)
   assert int(n) == 3
@@ -365,7 +396,8 @@ def test_second_call_does_not_retrace():
   def train_step(params, carry):
     def loss(p):
       final, _ = loops.bounded_while_loop(cond, counting_body, p, carry,
-                                          max_steps=30, checkpoints=4)
+                                          max_steps=30, checkpoints=4,
+                                          save_residuals=False)
       return jnp.sum(final.acc ** 2)
     return jax.value_and_grad(loss)(params)
 
@@ -385,7 +417,8 @@ def test_compiled_memory_does_not_grow_with_max_steps():
   def temp_bytes(max_steps):
     def loss(p, c):
       final, _ = loops.bounded_while_loop(cond, body, p, c,
-                                          max_steps=max_steps, checkpoints=8)
+                                          max_steps=max_steps, checkpoints=8,
+                                          save_residuals=False)
       return jnp.sum(final.acc ** 2)
     compiled = jax.jit(jax.grad(loss)).lower(params, carry).compile()
     analysis = compiled.memory_analysis()
@@ -399,8 +432,9 @@ def test_compiled_memory_does_not_grow_with_max_steps():
 
 def test_forward_mode_is_not_supported():
   params, carry = make_params(), make_carry()
-  f = lambda p: loops.bounded_while_loop(cond, body, p, carry,
-                                         max_steps=5)[0].acc
+  f = lambda p: loops.bounded_while_loop(cond, body, p, carry, max_steps=5,
+                                         checkpoints=4,
+                                         save_residuals=False)[0].acc
   with pytest.raises(TypeError):
     jax.jvp(f, (params,), (params,))
 
@@ -415,8 +449,44 @@ def test_forward_mode_is_not_supported():
     (dict(max_steps=5, save_residuals=1), 'save_residuals'),
 ])
 def test_bad_arguments_raise(kwargs, match):
+  kwargs = dict(checkpoints=4, save_residuals=False) | kwargs
   with pytest.raises(ValueError, match=match):
     loops.bounded_while_loop(cond, body, make_params(), make_carry(), **kwargs)
+
+
+def test_the_loop_settings_have_one_default():
+  # LoopConfig holds the defaults; the loop under it takes both explicitly,
+  # so a second default cannot drift from LoopConfig's (the loop's was 16).
+  parameters = inspect.signature(loops.bounded_while_loop).parameters
+  for name in ('checkpoints', 'save_residuals'):
+    assert parameters[name].default is inspect.Parameter.empty, name
+
+
+def _accepts(make):
+  try:
+    return ('ok', make())
+  except ValueError as e:
+    return ('error', str(e))
+
+
+@pytest.mark.parametrize('name,value', [
+    *[('save_residuals', v) for v in (True, np.True_, False, np.False_, 1, 0,
+                                      'yes', None, np.array(True))],
+    *[('checkpoints', v) for v in (4, np.int64(4), 0, -1, 2.5, True, '4',
+                                   np.int32(2))],
+])
+def test_loop_config_and_the_loop_accept_the_same_settings(name, value):
+  # One validator per option: a setting LoopConfig accepts where it is
+  # written never fails later in the loop, and both refuse with one message.
+  settings = dict(checkpoints=4, save_residuals=False) | {name: value}
+  config = _accepts(lambda: getattr(loops.LoopConfig(**settings), name))
+  loop = _accepts(lambda: loops.bounded_while_loop(
+      lambda x: x < 3, lambda params, x: x + params, jnp.ones(()),
+      jnp.zeros(()), max_steps=5, **settings)[1])
+  assert config[0] == loop[0]
+  if config[0] == 'error':
+    assert config[1] == loop[1]
+    assert '\n' not in config[1]
 
 
 @pytest.mark.parametrize('kwargs,match', [
@@ -452,8 +522,10 @@ def test_masked_scan_loop_bad_max_steps_raises():
     (lambda p, c: c._replace(steps=c.steps.astype(jnp.float32)),
      r'dtype.*carry\.steps.*int32.*float32'),
 ])
-@pytest.mark.parametrize('loop_fn', [loops.bounded_while_loop,
-                                     loops.masked_scan_loop])
+@pytest.mark.parametrize('loop_fn', [
+    functools.partial(loops.bounded_while_loop, checkpoints=4,
+                      save_residuals=False),
+    loops.masked_scan_loop], ids=['bounded_while_loop', 'masked_scan_loop'])
 def test_body_changing_the_carry_raises(loop_fn, bad_body, match):
   with pytest.raises(ValueError, match='body_fun') as info:
     loop_fn(cond, bad_body, make_params(), make_carry(), max_steps=5)
@@ -463,7 +535,8 @@ def test_body_changing_the_carry_raises(loop_fn, bad_body, match):
 def test_non_scalar_cond_raises():
   with pytest.raises(ValueError, match='cond_fun must return a scalar bool'):
     loops.bounded_while_loop(lambda c: c.running, body, make_params(),
-                             make_carry(), max_steps=5)
+                             make_carry(), max_steps=5, checkpoints=4,
+                             save_residuals=False)
 
 
 def test_loop_config_stores_numpy_values_as_the_loop_reads_them():

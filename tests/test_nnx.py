@@ -3,6 +3,7 @@
 import inspect
 import textwrap
 
+import _methods
 import chex
 from flax import nnx
 import jax
@@ -13,7 +14,7 @@ import orbax.checkpoint as ocp
 import pytest
 
 import vcrnn_jax
-from vcrnn_jax import act, cells, ponder, rehn, repeat, skip, vc
+from vcrnn_jax import act, cells, ponder, registry, rehn, vc
 from vcrnn_jax import nnx as vnnx
 from vcrnn_jax.core import Context, cell_output
 from vcrnn_jax.unroll import unroll
@@ -26,50 +27,21 @@ def _xs(shape=(B, T, D), seed=1):
   return jax.random.normal(jax.random.key(seed), shape, jnp.float32)
 
 
-# Every module, its pure cell, with non-default options that must reach it.
+# Every method of the registry's table (its example: non-default options
+# that must reach the cell), and ACT with a readout around ACT without one
+# around Elman.
 CASES = {
-    'elman': (lambda r: vnnx.Elman(D, H, rngs=r), lambda: cells.elman(H)),
-    'gru': (lambda r: vnnx.GRU(D, H, rngs=r), lambda: cells.gru(H)),
-    'lstm': (lambda r: vnnx.LSTM(D, H, forget_bias=1.0, rngs=r),
-             lambda: cells.lstm(H, forget_bias=1.0)),
-    'rhn': (lambda r: vnnx.RHN(D, H, 2, coupled=False, rngs=r),
-            lambda: rehn.rhn(H, 2, coupled=False)),
-    'srhn': (lambda r: vnnx.SRHN(D, H, 2, transform_bias=-1.0, rngs=r),
-             lambda: rehn.srhn(H, 2, transform_bias=-1.0)),
-    'srehn': (lambda r: vnnx.SREHN(D, H, 3, loop='scan', rngs=r),
-              lambda: rehn.srehn(H, 3, loop='scan')),
-    'ei_rehn': (lambda r: vnnx.EIREHN(D, H, 3, hyper_size=2, loop='scan',
-                                      rngs=r),
-                lambda: rehn.ei_rehn(H, 2, 3, loop='scan')),
-    'vcrnn': (lambda r: vnnx.VCRNN(D, H, sharpness=2.0, block_sizes=2,
-                                   rngs=r),
-              lambda: vc.vcrnn(H, sharpness=2.0, block_sizes=2)),
-    'vcgru': (lambda r: vnnx.VCGRU(D, H, scheduler_bias=0.5, rngs=r),
-              lambda: vc.vcgru(H, scheduler_bias=0.5)),
-    'stack': (lambda r: vnnx.Stack([vnnx.GRU(D, H, rngs=r),
-                                    vnnx.LSTM(H, 3, rngs=r)], rngs=r),
-              lambda: cells.stack([cells.gru(H), cells.lstm(3)])),
-    # ACT with a readout around ACT without one around Elman. The 'scan'
-    # loop compiles faster; the example test runs 'while'.
-    'act': (lambda r: vnnx.ACT(
+    **{name: (lambda r, name=name: _methods.nnx_module(name, D, H, r),
+              lambda name=name: _methods.pure(name, H))
+       for name in _methods.NAMES},
+    'act_of_act': (lambda r: vnnx.ACT(
         vnnx.ACT(vnnx.Elman(D + 2, H, rngs=r), max_steps=2, loop='scan',
                  rngs=r), output_size=2, max_steps=2, halting_bias=0.0,
         loop='scan', rngs=r),
-            lambda: act.adaptive(
-                act.adaptive(cells.elman(H), None, max_steps=2, loop='scan'),
-                2, max_steps=2, halting_bias=0.0, loop='scan')),
-    # PonderNet and Repeat feed their cell the first-step flag, Skip does not.
-    'ponder': (lambda r: vnnx.PonderNet(
-        vnnx.Elman(D + 1, H, rngs=r), output_size=2, max_steps=3,
-        epsilon=0.1, loop='scan', rngs=r),
-               lambda: ponder.pondernet(cells.elman(H), 2, max_steps=3,
-                                        epsilon=0.1, loop='scan')),
-    'repeat': (lambda r: vnnx.Repeat(vnnx.LSTM(D + 1, H, rngs=r),
-                                     repetitions=2, rngs=r),
-               lambda: repeat.repeat(cells.lstm(H), 2)),
-    'skip': (lambda r: vnnx.Skip(vnnx.GRU(D, H, rngs=r), update_bias=0.5,
-                                 rngs=r),
-             lambda: skip.skip(cells.gru(H), update_bias=0.5)),
+                   lambda: act.adaptive(
+                       act.adaptive(cells.elman(H), None, max_steps=2,
+                                    loop='scan'),
+                       2, max_steps=2, halting_bias=0.0, loop='scan')),
 }
 
 
@@ -157,20 +129,15 @@ def test_public_api_exports_nnx():
   assert all(hasattr(vnnx, name) for name in vnnx.__all__)
 
 
-def test_every_factory_option_is_a_constructor_argument():
-  pairs = [(vnnx.Elman, cells.elman), (vnnx.GRU, cells.gru),
-           (vnnx.LSTM, cells.lstm), (vnnx.RHN, rehn.rhn),
-           (vnnx.SRHN, rehn.srhn), (vnnx.SREHN, rehn.srehn),
-           (vnnx.EIREHN, rehn.ei_rehn), (vnnx.VCRNN, vc.vcrnn),
-           (vnnx.VCGRU, vc.vcgru), (vnnx.Stack, cells.stack),
-           (vnnx.ACT, act.adaptive), (vnnx.PonderNet, ponder.pondernet),
-           (vnnx.Repeat, repeat.repeat), (vnnx.Skip, skip.skip)]
-  for module, factory in pairs:
-    args = inspect.signature(module.__init__).parameters
-    assert 'rngs' in args and 'deterministic' in args, module.__name__
-    for arg in inspect.signature(factory).parameters:
-      arg = 'hidden_features' if arg == 'hidden_size' else arg
-      assert arg in args, (module.__name__, arg)
+@pytest.mark.parametrize('name', _methods.NAMES)
+def test_every_factory_option_is_a_constructor_argument(name):
+  entry = registry.METHODS[name]
+  module = getattr(vnnx, entry.module)
+  args = inspect.signature(module.__init__).parameters
+  assert 'rngs' in args and 'deterministic' in args, module.__name__
+  for arg in inspect.signature(entry.factory).parameters:
+    arg = 'hidden_features' if arg == 'hidden_size' else arg
+    assert arg in args, (module.__name__, arg)
 
 
 # ----------------------------------------------------------------------------
@@ -202,7 +169,7 @@ def test_params_convert_both_ways():
     vnnx.from_params(vnnx.GRU(D, H, rngs=nnx.Rngs(0)), bad)
 
 
-@pytest.mark.parametrize('name', ['ponder', 'repeat', 'skip'])
+@pytest.mark.parametrize('name', _methods.WRAPPERS)
 def test_wrapper_params_convert_both_ways(name):
   make, pure = CASES[name]
   module = make(nnx.Rngs(0))

@@ -204,6 +204,29 @@ def test_sizes_accept_numpy_and_jax_integers_only():
       cells.gru(bad)
 
 
+# Every bool option of a cell or a loop, as (name, build(value)).
+BOOL_OPTIONS = [
+    ('residual', lambda v: cells.elman(H, residual=v)),
+    ('coupled', lambda v: rehn.rhn(H, 2, coupled=v)),
+    ('hard', lambda v: vc.vcrnn(H, hard=v)),
+    ('hard', lambda v: skip.skip(cells.elman(H), hard=v)),
+    ('save_residuals', lambda v: loops.LoopConfig(save_residuals=v)),
+]
+
+
+@pytest.mark.parametrize('name,build', BOOL_OPTIONS,
+                         ids=[f'{n}{i}' for i, (n, _) in
+                              enumerate(BOOL_OPTIONS)])
+def test_bool_options_accept_numpy_bools_only(name, build):
+  # One validator (core.check_bool) for every bool option: NumPy's bools are
+  # bools, and an int or a string is refused where it is written.
+  for ok in (True, False, np.True_, np.False_):
+    build(ok)
+  for bad in (1, 0, 'yes', None):
+    with pytest.raises(ValueError, match=f'{name} must be a bool, got'):
+      build(bad)
+
+
 def test_act_follows_the_inner_cells_dtype_by_default():
   cell = act.adaptive(cells.gru(H, param_dtype=jnp.float64), 2)
   params = cell.init(jax.random.key(0), D)

@@ -1,11 +1,20 @@
-"""The cell registry: one name per cell, options from the factory, aliases."""
+"""The table of methods: one name per method, options from the factory,
+aliases, and a row for every factory and every Flax module."""
+
+import importlib
+import inspect
+import pkgutil
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from vcrnn_jax import cells, loops, registry, rehn, vc
+import vcrnn_jax
+from vcrnn_jax import cells, linen, loops, registry, rehn, vc
+from vcrnn_jax import nnx as vnnx
+from vcrnn_jax.core import Cell
+from vcrnn_jax.papers.family import parity as family_parity
 
 
 def test_every_registered_cell_builds_and_steps():
@@ -21,8 +30,14 @@ def test_families_partition_the_table():
   assert registry.names('vc') == ('vcrnn', 'vcgru')
   assert registry.names('rhn', 'elastic') == ('rhn', 'srhn', 'srehn',
                                               'ei_rehn')
-  assert sorted(registry.names()) == sorted(
-      registry.names('baseline', 'rhn', 'elastic', 'vc'))
+  assert registry.names('wrapper') == ('act', 'pondernet', 'repeat', 'skip')
+  assert registry.names('stack') == ('stack',)
+  assert registry.names() == registry.names(*registry.CELL_FAMILIES)
+  assert tuple(registry.CELLS) == registry.names()
+  assert sorted(registry.METHODS) == sorted(
+      registry.names(*registry.CELL_FAMILIES, 'wrapper', 'stack'))
+  with pytest.raises(ValueError, match="family must be one of .* got 'x'"):
+    registry.names('x')
 
 
 def test_build_cell_is_the_factory_with_the_same_params():
@@ -62,3 +77,85 @@ def test_unknown_names_and_options_are_refused_with_what_is_known():
     registry.build_cell('lstm', 4, depth=3)
   with pytest.raises(ValueError, match='hidden_size must be a positive'):
     registry.build_cell('gru', 0)
+
+
+# ----------------------------------------------------------------------------
+# The table is complete: a new factory or module without a row fails here.
+
+# Public functions returning a Cell that are not methods: a check, an
+# adapter, and the builders by name or by a paper's spec over this table.
+NOT_METHODS = {
+    'vcrnn_jax.core.check_cell', 'vcrnn_jax.core.ignore_context',
+    'vcrnn_jax.registry.build_cell', 'vcrnn_jax.papers.rehn.tasks.build_cell',
+    'vcrnn_jax.papers.vc.lm.build_cell', 'vcrnn_jax.linen.simple_cell',
+}
+
+
+def _public_factories():
+  """``module.name`` of every public function of the package (in a
+  module's ``__all__``, or every public one where it has none) whose return
+  annotation is :class:`vcrnn_jax.Cell`."""
+  found = set()
+  for info in pkgutil.walk_packages(vcrnn_jax.__path__, 'vcrnn_jax.'):
+    if any(part.startswith('_') for part in info.name.split('.')):
+      continue
+    module = importlib.import_module(info.name)
+    for attr in getattr(module, '__all__', dir(module)):
+      obj = getattr(module, attr, None)
+      if (attr.startswith('_') or not inspect.isfunction(obj)
+          or obj.__module__ != info.name):
+        continue
+      if inspect.signature(obj).return_annotation in (Cell, 'Cell'):
+        found.add(f'{info.name}.{attr}')
+  return found
+
+
+def test_every_public_factory_has_a_row():
+  rows = {f'{e.factory.__module__}.{e.factory.__name__}'
+          for e in registry.METHODS.values()}
+  missing = _public_factories() - rows - NOT_METHODS
+  assert not missing, (f'public factories without a row in '
+                       f'registry.METHODS: {sorted(missing)}')
+  assert rows <= _public_factories(), rows - _public_factories()
+  stale = NOT_METHODS - _public_factories()
+  assert not stale, f'NOT_METHODS lists what is gone: {sorted(stale)}'
+
+
+@pytest.mark.parametrize('api', [linen, vnnx], ids=['linen', 'nnx'])
+def test_every_flax_module_is_a_row(api):
+  modules = {name for name, obj in vars(api).items()
+             if inspect.isclass(obj) and issubclass(obj, api.CellModule)
+             and obj is not api.CellModule and not name.startswith('_')}
+  named = {e.module for e in registry.METHODS.values()}
+  assert modules - named == set(), (
+      f'{api.__name__} modules without a row in registry.METHODS')
+  assert named - modules == set(), f'rows without a {api.__name__} module'
+  assert named <= set(api.__all__)
+
+
+@pytest.mark.parametrize('name', list(registry.METHODS))
+def test_rows_are_well_formed(name):
+  e = registry.METHODS[name]
+  known = registry.CELL_FAMILIES + ('wrapper', 'stack')
+  assert e.family in known and e.summary
+  first = next(iter(inspect.signature(e.factory).parameters))
+  want = {'wrapper': 'cell', 'stack': 'layers'}.get(e.family, 'hidden_size')
+  assert first == want, (name, first)
+  assert bool(e.wraps) == (e.family in ('wrapper', 'stack'))
+  assert len(e.wraps) == 1 or e.family != 'wrapper'
+  assert all(w in registry.METHODS for w in e.wraps)
+  assert not e.flagged or e.family == 'wrapper'
+  # The example's options are the factory's, under the Linen and NNX names.
+  takes = set(e.options) | set(inspect.signature(e.factory).parameters)
+  assert set(e.example) <= takes, set(e.example) - takes
+  fields = set(getattr(linen, e.module).__dataclass_fields__)
+  nnx_args = set(inspect.signature(getattr(vnnx, e.module).__init__)
+                 .parameters)
+  assert set(e.example) <= fields & nnx_args
+
+
+def test_the_family_comparison_runs_rows_of_the_table():
+  # PonderNet's parity comparison: the cell alone ('rnn') and wrappers of
+  # the table, each built by its row's factory.
+  wrappers = [m for m in family_parity.METHODS if m != 'rnn']
+  assert set(wrappers) <= set(registry.names('wrapper')), wrappers

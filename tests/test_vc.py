@@ -513,14 +513,11 @@ def test_hard_is_the_partial_update_of_its_rounded_size(name, block_sizes,
 
 
 @pytest.mark.parametrize('name', ['vcrnn', 'vcgru'])
-def test_compact_rows_is_the_one_name_of_the_batching(name):
-  # batch_groups, a count of buckets, is gone: compact_rows counts rows.
-  with pytest.raises(TypeError, match="keyword argument 'batch_groups'"
-                     ) as excinfo:
-    FACTORIES[name](H, hard=True, batch_groups=3)
-  assert '\n' not in str(excinfo.value)
+def test_compact_rows_and_hard_are_checked(name):
   with pytest.raises(ValueError, match='compact_rows must be a positive'):
     FACTORIES[name](H, hard=True, compact_rows=0)
+  with pytest.raises(ValueError, match='hard must be a bool'):
+    FACTORIES[name](H, hard='yes')
 
 
 # ----------------------------------------------------------------------------

@@ -13,8 +13,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from vcrnn_jax import loops, pondering
-from vcrnn_jax.cells import _common
+from vcrnn_jax import loops, pondering, utils
 from vcrnn_jax.core import (
   Cell,
   as_context,
@@ -22,6 +21,8 @@ from vcrnn_jax.core import (
   check_positive_int,
   field_docs,
 )
+
+__all__ = ['ACTOutput', 'DEFAULT_LOOP', 'adaptive', 'ponder_cost']
 
 
 @field_docs
@@ -58,7 +59,7 @@ def adaptive(
     halting_bias: float = 1.0,
     halt_features: Callable[[Any, jax.Array], jax.Array] | None = None,
     loop: loops.LoopConfig | str = DEFAULT_LOOP,
-    kernel_init: Any = _common.default_kernel_init,
+    kernel_init: Any = utils.default_kernel_init,
     param_dtype: Any = None,
 ) -> Cell:
   r"""Wraps ``cell`` with Adaptive Computation Time (ACT paper, Section 2).

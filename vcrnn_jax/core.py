@@ -49,6 +49,15 @@ Readouts, wrappers and :func:`vcrnn_jax.sequence_model` read ``y`` through
 Every function is pure: no globals, no Python side effects, no hidden
 randomness, so cells compose with ``jit``, ``vmap``, ``grad``, ``lax.scan`` and
 sharding.
+
+**Writing a cell.** The checks the library's cells run are public, so that a
+cell written elsewhere fails as they do: :func:`check_apply_args` (one
+``apply`` call's shapes and dtypes; its :class:`InputSizeError` is what
+wrappers restate in their own terms), :func:`check_positive_int`,
+:func:`check_bool`, :func:`check_dtype` and :func:`check_function` for a
+factory's arguments, and :func:`shape_probe_context` for tracing a cell to
+learn its output width. The pieces they are built from (initialisers, dtypes,
+biases) are :mod:`vcrnn_jax.utils`'s.
 """
 
 from collections.abc import Callable
@@ -60,6 +69,8 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from vcrnn_jax.utils import broadcast_rows, cast
 
 __all__ = [
     'field_docs',
@@ -74,6 +85,8 @@ __all__ = [
     'select_rows',
     'check_bool',
     'check_positive_int',
+    'check_function',
+    'check_dtype',
     'param_dtype_of',
     'InputSizeError',
     'check_apply_args',
@@ -256,8 +269,7 @@ def select_rows(mask: jax.Array | None, new: Any, old: Any) -> Any:
   mask = jnp.asarray(mask, bool)
 
   def select(a, b):
-    return jnp.where(mask.reshape(mask.shape + (1,) * (a.ndim - mask.ndim)),
-                     a, b)
+    return jnp.where(broadcast_rows(mask, a), a, b)
 
   return jax.tree_util.tree_map(select, new, old)
 
@@ -287,6 +299,30 @@ def check_positive_int(name: str, value: Any) -> int:
   if as_int < 1:
     raise ValueError(f'{name} must be a positive integer, got {value!r}.')
   return as_int
+
+
+def check_function(name: str, value: Any) -> Callable:
+  """Returns ``value`` if it is callable, or raises ``ValueError`` naming the
+  argument (a cell's ``gate_fn``, ``activation_fn``)."""
+  if not callable(value):
+    raise ValueError(f'{name} must be a function, got {value!r}.')
+  return value
+
+
+def check_dtype(name: str, value: Any, optional: bool = False) -> Any:
+  """Returns ``value`` as a floating dtype (``None`` stays ``None`` where
+  ``optional``), or raises ``ValueError`` naming the argument."""
+  if value is None and optional:
+    return None
+  try:
+    # jnp.dtype(None) is NumPy's default float, not a refusal.
+    dtype = None if value is None else jnp.dtype(value)
+  except TypeError:
+    dtype = None
+  if dtype is None or not jnp.issubdtype(dtype, jnp.floating):
+    allowed = 'a floating dtype or None' if optional else 'a floating dtype'
+    raise ValueError(f'{name} must be {allowed}, got {value!r}.')
+  return dtype
 
 
 def param_dtype_of(params: Params) -> Any:
@@ -358,4 +394,4 @@ def check_apply_args(name: str, input_size: int, state: State,
           f'{name}.apply: the state is {leaf.dtype} but the params are '
           f'{jnp.dtype(dtype)}; build the state with the cell\'s '
           'initial_state (or cast it).')
-  return x.astype(dtype) if x.dtype != dtype else x
+  return cast(x, dtype)

@@ -13,11 +13,15 @@ module used on its own that is ``variables['params']['cell']``; inside
 ``flax.linen.RNN`` (or :class:`RNN`), which names its cell submodule
 ``'cell'`` too, it is ``variables['params']['cell']['cell']``.
 
-That param is why a wrapper (:class:`ACT`, :class:`PonderNet`,
-:class:`Repeat`, :class:`Skip`) holds the module it wraps in a field named
-``inner`` where the pure API and :mod:`vcrnn_jax.nnx` say ``cell``: Linen
-names a module held in a field after the field, and a submodule ``'cell'``
-beside the param ``'cell'`` is a ``flax.errors.NameInUseError``.
+A wrapper (:class:`ACT`, :class:`PonderNet`, :class:`Repeat`,
+:class:`Skip`) takes the module it wraps as ``cell``, as the pure API and
+:mod:`vcrnn_jax.nnx` do, and its params are the pure wrapper's, the wrapped
+cell's under their ``'cell'`` entry. It only reads the wrapped module's
+settings to build the pure cell (``make_cell()``) and never calls it, so it
+keeps it as a reference, not as a child: Linen makes a module held in a
+field a child named after the field, and a child ``'cell'`` beside the
+param ``'cell'`` would be a ``flax.errors.NameInUseError``. ``module.cell``
+answers for the module it refers to (its fields and methods).
 
 Every module takes every option of its factory (initialisers, ``param_dtype``,
 dropout, loop settings) as a field, with the factory's default (read from its
@@ -55,24 +59,31 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from vcrnn_jax import act, cells, loops, ponder, rehn, repeat, skip, vc
-from vcrnn_jax.cells import _common
+from vcrnn_jax import act, cells, loops, ponder, rehn, repeat, skip, utils, vc
 from vcrnn_jax.core import Cell, Context, as_context, select_rows
 
-Initializer = _common.Initializer
+__all__ = ['ACT', 'CellModule', 'EIREHN', 'Elman', 'GRU', 'LSTM',
+           'PonderNet', 'RHN', 'RNN', 'Repeat', 'SREHN', 'SRHN', 'Skip',
+           'Stack', 'VCGRU', 'VCRNN', 'elman_params_from_flax',
+           'elman_params_to_flax', 'factory_options', 'flatten_batch',
+           'lstm_params_from_flax', 'lstm_params_to_flax',
+           'lstm_state_from_flax', 'lstm_state_to_flax', 'restore_batch',
+           'simple_cell']
+
+Initializer = utils.Initializer
 # The factories' defaults, read from their signatures (declared once).
-_ELMAN = _common.defaults(cells.elman)
-_GRU = _common.defaults(cells.gru)
-_LSTM = _common.defaults(cells.lstm)
-_RHN = _common.defaults(rehn.rhn)
-_SREHN = _common.defaults(rehn.srehn)
-_EIREHN = _common.defaults(rehn.ei_rehn)
-_VCRNN = _common.defaults(vc.vcrnn)
-_VCGRU = _common.defaults(vc.vcgru)
-_STACK = _common.defaults(cells.stack)
-_ACT = _common.defaults(act.adaptive)
-_PONDERNET = _common.defaults(ponder.pondernet)
-_SKIP = _common.defaults(skip.skip)
+_ELMAN = utils.defaults(cells.elman)
+_GRU = utils.defaults(cells.gru)
+_LSTM = utils.defaults(cells.lstm)
+_RHN = utils.defaults(rehn.rhn)
+_SREHN = utils.defaults(rehn.srehn)
+_EIREHN = utils.defaults(rehn.ei_rehn)
+_VCRNN = utils.defaults(vc.vcrnn)
+_VCGRU = utils.defaults(vc.vcgru)
+_STACK = utils.defaults(cells.stack)
+_ACT = utils.defaults(act.adaptive)
+_PONDERNET = utils.defaults(ponder.pondernet)
+_SKIP = utils.defaults(skip.skip)
 
 
 def flatten_batch(tree: Any, batch_ndim: int, size: int) -> Any:
@@ -118,7 +129,63 @@ def factory_options(module: Any, factory: Callable[..., Cell]) -> dict:
     ``{option: value}`` for every keyword-only argument of ``factory``.
   """
   return {name: getattr(module, name)
-          for name in _common.keyword_options(factory)}
+          for name in utils.keyword_options(factory)}
+
+
+def simple_cell(hidden_size: int, **options: Any) -> Cell:
+  """:func:`vcrnn_jax.cells.elman` with flax ``SimpleCell``'s carry dtype.
+
+  The pure cell keeps its state in the wider of ``dtype`` and
+  ``param_dtype``. flax's ``SimpleCell`` (Linen and NNX) returns the
+  activation in the computation ``dtype``: bfloat16 over float32 params
+  gives a bfloat16 carry and output (unless ``residual`` adds the old,
+  wider carry). This cell's state and output are in ``dtype`` there, so a
+  scan keeps that carry type; a step widens its state for the pure cell and
+  narrows the result back, both exact, since the pure cell rounds the
+  activation to ``dtype`` before widening it. Otherwise (no ``dtype``,
+  ``residual``, or a ``dtype`` at least as wide as the params) it is
+  :func:`~vcrnn_jax.cells.elman` itself. :class:`Elman` and
+  :class:`vcrnn_jax.nnx.Elman` compute it.
+
+  Args:
+    hidden_size: the width of the state.
+    **options: :func:`~vcrnn_jax.cells.elman`'s keyword options.
+
+  Returns:
+    The cell; its params are :func:`~vcrnn_jax.cells.elman`'s.
+
+  Example:
+
+    >>> import jax, jax.numpy as jnp
+    >>> from vcrnn_jax import linen
+    >>> cell = linen.simple_cell(4, dtype=jnp.bfloat16)   # float32 params
+    >>> params = cell.init(jax.random.key(0), 3)
+    >>> state, y = cell.apply(params, cell.initial_state(2), jnp.ones((2, 3)))
+    >>> params['input_kernel'].dtype, state.h.dtype, y.dtype
+    (dtype('float32'), dtype(bfloat16), dtype(bfloat16))
+  """
+  cell = cells.elman(hidden_size, **options)
+  dtype = options.get('dtype')
+  param_dtype = options.get('param_dtype', _ELMAN.param_dtype)
+  if (dtype is None or options.get('residual', _ELMAN.residual)
+      or utils.carry_dtype(param_dtype, dtype) == dtype):
+    return cell
+  dtype = jnp.dtype(dtype)
+
+  def initial_state(batch_size):
+    return _cast(cell.initial_state(batch_size), dtype)
+
+  def apply(params, state, x, context=None):
+    # The pure cell's state: the wider of its params' dtype and ``dtype``.
+    wide = utils.carry_dtype(params['input_kernel'].dtype, dtype)
+    state, y = cell.apply(params, _cast(state, wide), x, context)
+    return _cast(state, dtype), _cast(y, dtype)
+
+  return Cell(cell.init, initial_state, apply)
+
+
+def _cast(tree: Any, dtype: Any) -> Any:
+  return jax.tree_util.tree_map(lambda a: utils.cast(a, dtype), tree)
 
 
 def _draw_carry(carry_init: Initializer | None, rng: jax.Array,
@@ -223,10 +290,11 @@ class Elman(CellModule):
   """:func:`vcrnn_jax.cells.elman` as a flax module (VCRNN paper Eq. 3).
 
   A drop-in for ``flax.linen.SimpleCell``: its fields, in its order, with
-  its meaning (``carry_init`` draws the carry of :meth:`initialize_carry`);
-  the defaults of :func:`~vcrnn_jax.cells.elman`. The params differ in
-  layout; :func:`elman_params_to_flax` and :func:`elman_params_from_flax`
-  convert them.
+  its meaning (``carry_init`` draws the carry of :meth:`initialize_carry`;
+  with ``dtype`` the carry and output are in it, as there:
+  :func:`simple_cell`); the defaults of :func:`~vcrnn_jax.cells.elman`.
+  The params differ in layout; :func:`elman_params_to_flax` and
+  :func:`elman_params_from_flax` convert them.
   """
   features: int
   activation_fn: Callable[[jax.Array], jax.Array] = _ELMAN.activation_fn
@@ -241,7 +309,7 @@ class Elman(CellModule):
 
   @nn.nowrap
   def make_cell(self) -> Cell:
-    return cells.elman(self.features, **factory_options(self, cells.elman))
+    return simple_cell(self.features, **factory_options(self, cells.elman))
 
 
 class GRU(CellModule):
@@ -324,6 +392,13 @@ class RHN(CellModule):
   def make_cell(self) -> Cell:
     factory = rehn.srhn if self.shared else rehn.rhn
     return factory(self.features, self.depth, **factory_options(self, factory))
+
+
+class SRHN(RHN):
+  """:func:`vcrnn_jax.rehn.srhn` as a flax module: :class:`RHN` with one
+  layer's weights shared by every micro-layer (``shared`` is True here), as
+  :class:`vcrnn_jax.nnx.SRHN`."""
+  shared: bool = True
 
 
 class SREHN(CellModule):
@@ -452,56 +527,109 @@ class Stack(CellModule):
                  for m, k in zip(self.layers, keys))
 
 
-class _CarryOfInner(CellModule):
-  """A wrapper of ``self.inner`` whose carry is the inner module's carry.
+class _Reference:
+  """A wrapper's reference to the module it wraps, which answers for it.
 
-  Subclasses give ``_wrap(inner_cell) -> Cell``, the pure wrapper.
+  Linen makes every module held in a field a child named after the field;
+  a wrapper's field ``cell`` would then be a child ``'cell'`` beside its
+  param ``'cell'`` (a ``flax.errors.NameInUseError``). A wrapper only
+  builds the pure cell from the module's settings and never calls it, so
+  it holds this instead, which Linen leaves alone: attributes (fields,
+  ``make_cell``, ``initialize_carry``), equality, hash and repr are the
+  module's.
   """
 
+  __slots__ = ('module',)
+
+  def __init__(self, module: 'CellModule'):
+    object.__setattr__(self, 'module', module)
+
+  def __getattr__(self, name: str) -> Any:
+    if name.startswith('__'):   # copy and pickle protocols: this object's
+      raise AttributeError(name)
+    return getattr(self.module, name)
+
+  def __setattr__(self, name: str, value: Any) -> None:
+    raise AttributeError(f'{name}: a wrapped module is frozen.')
+
+  def __eq__(self, other: Any) -> bool:
+    if isinstance(other, _Reference):
+      other = other.module
+    return self.module == other
+
+  def __hash__(self) -> int:
+    return hash(self.module)
+
+  def __repr__(self) -> str:
+    return repr(self.module)
+
+
+class _Wrapper(CellModule):
+  """A module around the module ``cell`` (held as a :class:`_Reference`)."""
+  cell: CellModule
+
+  def __post_init__(self):
+    # Before Linen registers the fields (super().__post_init__), which
+    # would adopt a module held in one.
+    if not isinstance(self.cell, _Reference):
+      if not isinstance(self.cell, CellModule):
+        raise ValueError(
+            f'{type(self).__name__} wraps a vcrnn_jax.linen module, got '
+            f'{type(self.cell).__name__}.')
+      object.__setattr__(self, 'cell', _Reference(self.cell))
+    super().__post_init__()
+
   @nn.nowrap
-  def _wrap(self, inner: Cell) -> Cell:
+  def _wrap(self, cell: Cell) -> Cell:
+    """The pure wrapper around the pure ``cell``."""
     raise NotImplementedError
 
   @nn.nowrap
   def make_cell(self) -> Cell:
-    return self._wrap(self.inner.make_cell())
+    return self._wrap(self.cell.make_cell())
+
+
+class _CarryOfCell(_Wrapper):
+  """A wrapper whose carry is the wrapped module's carry."""
 
   @nn.nowrap
   def cell_for_carry(self, carry: Any) -> Cell:
-    return self._wrap(self.inner.cell_for_carry(carry))
+    return self._wrap(self.cell.cell_for_carry(carry))
 
   @nn.nowrap
   def initialize_carry(self, rng, input_shape):
-    return self.inner.initialize_carry(rng, input_shape)
+    return self.cell.initialize_carry(rng, input_shape)
 
 
-class ACT(_CarryOfInner):
+class ACT(_CarryOfCell):
   """:func:`vcrnn_jax.act.adaptive` around another module's cell.
 
-  ``inner`` is any :class:`CellModule` (its ``make_cell()`` gives the
+  ``cell`` is any :class:`CellModule` (its ``make_cell()`` gives the
   wrapped pure cell; it holds no params of its own, they live in the ACT
   params' ``'cell'`` entry); the other fields are ``adaptive``'s. The
   wrapped cell reads the input plus ACT's first-step flag (Eq. 3), one
   feature more than the module is given; a Linen module takes its input
   width from the input, so nothing is sized by hand.
   ``output_size=None`` (the default) adds no output layer: the output is the
-  mean field of the inner cell's output (``h`` for Elman, GRU, LSTM). The
-  per-step output is an :class:`vcrnn_jax.act.ACTOutput`; ``nn.RNN`` stacks it
-  over time like any pytree. The carry is the inner cell's.
+  mean field of the wrapped cell's output (``h`` for Elman, GRU, LSTM). The
+  per-step output is an :class:`vcrnn_jax.act.ACTOutput`; ``nn.RNN`` stacks
+  it over time like any pytree. The carry is the wrapped cell's.
 
   Example:
 
     >>> import jax, jax.numpy as jnp
     >>> from flax import linen as nn
     >>> from vcrnn_jax import linen
-    >>> rnn = nn.RNN(linen.ACT(linen.GRU(16), output_size=10, max_steps=20))
+    >>> rnn = nn.RNN(linen.ACT(cell=linen.GRU(16), output_size=10,
+    ...                        max_steps=20))
     >>> xs = jnp.ones((2, 5, 3))                  # [batch, time, in]
     >>> variables = rnn.init(jax.random.key(0), xs)
     >>> out = rnn.apply(variables, xs)
     >>> out.output.shape, out.ponder.shape
     ((2, 5, 10), (2, 5))
+    >>> sorted(variables['params']['cell']['cell'])   # the pure ACT params
+    ['cell', 'halting', 'output']
   """
-  inner: CellModule
   output_size: int | None = None
   max_steps: int = _ACT.max_steps
   epsilon: float = _ACT.epsilon
@@ -513,20 +641,20 @@ class ACT(_CarryOfInner):
   param_dtype: Any = _ACT.param_dtype
 
   @nn.nowrap
-  def _wrap(self, inner: Cell) -> Cell:
-    return act.adaptive(inner, self.output_size,
+  def _wrap(self, cell: Cell) -> Cell:
+    return act.adaptive(cell, self.output_size,
                         **factory_options(self, act.adaptive))
 
 
-class PonderNet(_CarryOfInner):
+class PonderNet(_CarryOfCell):
   """:func:`vcrnn_jax.ponder.pondernet` around another module's cell.
 
-  ``inner`` is any :class:`CellModule` (its ``make_cell()`` gives the
+  ``cell`` is any :class:`CellModule` (its ``make_cell()`` gives the
   wrapped pure cell; it holds no params of its own, they live in the
   PonderNet params' ``'cell'`` entry); the other fields are ``pondernet``'s
   arguments. The wrapped cell reads the input plus ACT's first-step flag, as
   in ACT. The per-step output is a :class:`vcrnn_jax.ponder.PonderOutput`;
-  ``nn.RNN`` stacks it over time like any pytree. The carry is the inner
+  ``nn.RNN`` stacks it over time like any pytree. The carry is the wrapped
   cell's.
 
   ``inference='sample'`` draws the halting from ``context.key``, which
@@ -548,7 +676,6 @@ class PonderNet(_CarryOfInner):
     >>> out.output.shape, out.probs.shape
     ((2, 3, 1), (2, 3, 5))
   """
-  inner: CellModule
   output_size: int = 1
   max_steps: int = _PONDERNET.max_steps
   epsilon: float = _PONDERNET.epsilon
@@ -559,19 +686,19 @@ class PonderNet(_CarryOfInner):
   param_dtype: Any = _PONDERNET.param_dtype
 
   @nn.nowrap
-  def _wrap(self, inner: Cell) -> Cell:
-    return ponder.pondernet(inner, self.output_size,
+  def _wrap(self, cell: Cell) -> Cell:
+    return ponder.pondernet(cell, self.output_size,
                             **factory_options(self, ponder.pondernet))
 
 
-class Repeat(_CarryOfInner):
+class Repeat(_CarryOfCell):
   """:func:`vcrnn_jax.repeat.repeat` around another module's cell.
 
-  ``inner`` is any :class:`CellModule` (its ``make_cell()`` gives the
+  ``cell`` is any :class:`CellModule` (its ``make_cell()`` gives the
   wrapped pure cell; it holds no params of its own, they live in the Repeat
   params' ``'cell'`` entry); ``repetitions`` is ``repeat``'s. The wrapped
   cell reads the input plus ACT's first-step flag. The per-step output is the
-  inner cell's after the last repetition; the carry is the inner cell's.
+  wrapped cell's after the last repetition; the carry is the wrapped cell's.
 
   Example:
 
@@ -584,26 +711,25 @@ class Repeat(_CarryOfInner):
     >>> rnn.apply(variables, xs).shape
     (2, 5, 16)
   """
-  inner: CellModule
   repetitions: int = 1
 
   @nn.nowrap
-  def _wrap(self, inner: Cell) -> Cell:
-    return repeat.repeat(inner, self.repetitions)
+  def _wrap(self, cell: Cell) -> Cell:
+    return repeat.repeat(cell, self.repetitions)
 
 
-class Skip(CellModule):
+class Skip(_Wrapper):
   """:func:`vcrnn_jax.skip.skip` around another module's cell.
 
-  ``inner`` is any :class:`CellModule` (its ``make_cell()`` gives the
+  ``cell`` is any :class:`CellModule` (its ``make_cell()`` gives the
   wrapped pure cell; it holds no params of its own, they live in the Skip
   params' ``'cell'`` entry); the other fields are ``skip``'s arguments
   (``features`` is the gate's feature function, not a width). The wrapped
   cell reads the input unchanged. The per-step output is a
   :class:`vcrnn_jax.skip.SkipOutput`; the carry is a
-  :class:`vcrnn_jax.skip.SkipState` around the inner cell's carry (its
-  width, as flax's, comes from that carry; its initial value from the inner
-  module's ``initialize_carry``).
+  :class:`vcrnn_jax.skip.SkipState` around the wrapped cell's carry (its
+  width, as flax's, comes from that carry; its initial value from the
+  wrapped module's ``initialize_carry``).
 
   Example:
 
@@ -617,7 +743,6 @@ class Skip(CellModule):
     >>> out.output.shape, out.update.shape
     ((2, 5, 16), (2, 5))
   """
-  inner: CellModule
   update_bias: float = _SKIP.update_bias
   features: Callable[[Any, jax.Array], jax.Array] | None = _SKIP.features
   hard: bool = _SKIP.hard
@@ -626,23 +751,19 @@ class Skip(CellModule):
   param_dtype: Any = _SKIP.param_dtype
 
   @nn.nowrap
-  def _wrap(self, inner: Cell) -> Cell:
-    return skip.skip(inner, **factory_options(self, skip.skip))
-
-  @nn.nowrap
-  def make_cell(self) -> Cell:
-    return self._wrap(self.inner.make_cell())
+  def _wrap(self, cell: Cell) -> Cell:
+    return skip.skip(cell, **factory_options(self, skip.skip))
 
   @nn.nowrap
   def cell_for_carry(self, carry: Any) -> Cell:
     if not isinstance(carry, skip.SkipState):
       return self.make_cell()
-    return self._wrap(self.inner.cell_for_carry(carry.cell))
+    return self._wrap(self.cell.cell_for_carry(carry.cell))
 
   @nn.nowrap
   def initialize_carry(self, rng, input_shape):
     state = super().initialize_carry(rng, input_shape)
-    return state._replace(cell=self.inner.initialize_carry(rng, input_shape))
+    return state._replace(cell=self.cell.initialize_carry(rng, input_shape))
 
 
 class RNN(nn.Module):

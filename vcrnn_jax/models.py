@@ -6,7 +6,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from vcrnn_jax.cells import _common
+from vcrnn_jax import utils
 from vcrnn_jax.core import (
   Cell,
   as_context,
@@ -90,8 +90,8 @@ def sequence_model(cell: Cell, output_size: int | None = None, *,
                        context=context)
     out = cell_output(ys)
     if output_size is not None:
-      out = _common.add_bias(out @ params['readout']['kernel'],
-                             params['readout']['bias'])
+      out = utils.add_bias(out @ params['readout']['kernel'],
+                           params['readout']['bias'])
     return (out, ys, final) if return_state else (out, ys)
 
   return SequenceModel(init, apply)
@@ -101,8 +101,8 @@ def symmetric_uniform(scale: float):
   """An initialiser drawing from U(-scale, scale) (``jax.nn.initializers.
   uniform(scale)`` draws from U(0, scale)); Zilly et al. use 0.04 for all."""
   def init(key, shape, dtype=jnp.float32):
-    return jax.random.uniform(key, shape, jnp.float32, -scale,
-                              scale).astype(dtype)
+    return utils.cast(jax.random.uniform(key, shape, jnp.float32, -scale,
+                                         scale), dtype)
   return init
 
 
@@ -187,11 +187,11 @@ def _lm_logits(params, out: jax.Array, key: jax.Array | None, *,
     out = _variational_dropout(jax.random.fold_in(key, 2), output_dropout,
                                out)
   if readout == 'tied':
-    return _common.add_bias(out @ params['embedding'].T,
-                            params['readout']['bias'])
+    return utils.add_bias(out @ params['embedding'].T,
+                          params['readout']['bias'])
   if readout == 'linear':
-    return _common.add_bias(out @ params['readout']['kernel'],
-                            params['readout']['bias'])
+    return utils.add_bias(out @ params['readout']['kernel'],
+                          params['readout']['bias'])
   return out  # The cell's output is the logits.
 
 

@@ -138,8 +138,18 @@ from flax import nnx
 import jax
 import jax.numpy as jnp
 
-from vcrnn_jax import act, cells, linen, loops, ponder, rehn, repeat, skip, vc
-from vcrnn_jax.cells import _common
+from vcrnn_jax import (
+  act,
+  cells,
+  linen,
+  loops,
+  ponder,
+  rehn,
+  repeat,
+  skip,
+  utils,
+  vc,
+)
 from vcrnn_jax.core import (
   Cell,
   Context,
@@ -147,25 +157,30 @@ from vcrnn_jax.core import (
   as_context,
   check_positive_int,
 )
-from vcrnn_jax.linen import factory_options, flatten_batch, restore_batch
+from vcrnn_jax.linen import (
+  factory_options,
+  flatten_batch,
+  restore_batch,
+  simple_cell,
+)
 from vcrnn_jax.unroll import unroll
 
-Initializer = _common.Initializer
+Initializer = utils.Initializer
 _NO_METADATA = MappingProxyType({})
 # The factories' defaults, read from their signatures (declared once).
-_ELMAN = _common.defaults(cells.elman)
-_GRU = _common.defaults(cells.gru)
-_LSTM = _common.defaults(cells.lstm)
-_RHN = _common.defaults(rehn.rhn)
-_SRHN = _common.defaults(rehn.srhn)
-_SREHN = _common.defaults(rehn.srehn)
-_EIREHN = _common.defaults(rehn.ei_rehn)
-_VCRNN = _common.defaults(vc.vcrnn)
-_VCGRU = _common.defaults(vc.vcgru)
-_STACK = _common.defaults(cells.stack)
-_ACT = _common.defaults(act.adaptive)
-_PONDERNET = _common.defaults(ponder.pondernet)
-_SKIP = _common.defaults(skip.skip)
+_ELMAN = utils.defaults(cells.elman)
+_GRU = utils.defaults(cells.gru)
+_LSTM = utils.defaults(cells.lstm)
+_RHN = utils.defaults(rehn.rhn)
+_SRHN = utils.defaults(rehn.srhn)
+_SREHN = utils.defaults(rehn.srehn)
+_EIREHN = utils.defaults(rehn.ei_rehn)
+_VCRNN = utils.defaults(vc.vcrnn)
+_VCGRU = utils.defaults(vc.vcgru)
+_STACK = utils.defaults(cells.stack)
+_ACT = utils.defaults(act.adaptive)
+_PONDERNET = utils.defaults(ponder.pondernet)
+_SKIP = utils.defaults(skip.skip)
 
 __all__ = ['ACT', 'CellModule', 'EIREHN', 'Elman', 'GRU', 'LSTM',
            'PonderNet', 'RHN', 'RNN', 'Repeat', 'SREHN', 'SRHN', 'Skip',
@@ -587,7 +602,7 @@ class _FlaxCell(CellModule):
                   recurrent_kernel_metadata: Mapping, bias_metadata: Mapping,
                   deterministic: bool) -> None:
     self.hidden_features = hidden_features
-    for name in _common.keyword_options(factory):
+    for name in utils.keyword_options(factory):
       setattr(self, name, options[name])
     self.carry_init = carry_init
     if keep_rngs:
@@ -604,8 +619,10 @@ class Elman(_FlaxCell):
 
   A drop-in for ``flax.nnx.SimpleCell``: its constructor arguments with its
   meaning (see :class:`CellModule` for ``carry_init``, ``keep_rngs`` and
-  the metadata), the defaults of :func:`~vcrnn_jax.cells.elman`. The params
-  differ in layout; :func:`elman_params_to_flax` converts them.
+  the metadata; with ``dtype`` the carry and output are in it, as there:
+  :func:`vcrnn_jax.linen.simple_cell`), the defaults of
+  :func:`~vcrnn_jax.cells.elman`. The params differ in layout;
+  :func:`elman_params_to_flax` converts them.
 
   Example::
 
@@ -638,7 +655,7 @@ class Elman(_FlaxCell):
         bias_metadata=bias_metadata, deterministic=deterministic)
 
   def make_cell(self) -> Cell:
-    return cells.elman(self.hidden_features,
+    return simple_cell(self.hidden_features,
                        **factory_options(self, cells.elman))
 
 
@@ -739,7 +756,7 @@ def _store(module: CellModule, factory: Callable[..., Cell],
            options: Mapping[str, Any]) -> None:
   """Sets ``factory``'s keyword options from ``options`` (a constructor's
   ``locals()``) as attributes of the same names."""
-  for name in _common.keyword_options(factory):
+  for name in utils.keyword_options(factory):
     setattr(module, name, options[name])
 
 

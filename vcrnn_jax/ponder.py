@@ -17,8 +17,7 @@ import jax
 from jax import lax
 import jax.numpy as jnp
 
-from vcrnn_jax import loops, pondering
-from vcrnn_jax.cells import _common
+from vcrnn_jax import loops, pondering, utils
 from vcrnn_jax.core import (
   Cell,
   as_context,
@@ -27,6 +26,15 @@ from vcrnn_jax.core import (
   field_docs,
   select_rows,
 )
+
+__all__ = [
+    'INFERENCE_MODES',
+    'KL_DIRECTIONS',
+    'PonderOutput',
+    'pondernet',
+    'reconstruction_loss',
+    'kl_to_geometric',
+]
 
 INFERENCE_MODES = ('train', 'sample', 'median')
 KL_DIRECTIONS = ('paper', 'reverse')
@@ -125,9 +133,10 @@ def _ponder_step(cell: Cell, spec: _Spec, shared, inputs, r: _Rows, running,
   rows = _Rows(
       state=select_rows(running, new_state, r.state),
       acc_state=pondering.accumulate(r.acc_state, w, new_state),
-      acc_output=r.acc_output + w[..., None] * out,
+      acc_output=r.acc_output + utils.broadcast_rows(w, out) * out,
       outputs=lax.dynamic_update_index_in_dim(
-          r.outputs, jnp.where(live[..., None], out, 0.0), n, axis),
+          r.outputs, jnp.where(utils.broadcast_rows(live, out), out, 0.0), n,
+          axis),
       probs=lax.dynamic_update_index_in_dim(
           r.probs, jnp.where(live, p, 0.0), n, axis),
       unhalted=jnp.where(running, r.unhalted * (1.0 - lam), r.unhalted),
@@ -170,7 +179,7 @@ def pondernet(
     halting_bias: float = 0.0,
     inference: str = 'train',
     loop: loops.LoopConfig | str = loops.LoopConfig(),
-    kernel_init: Any = _common.default_kernel_init,
+    kernel_init: Any = utils.default_kernel_init,
     param_dtype: Any = None,
 ) -> Cell:
   r"""Wraps ``cell`` with PonderNet (Banino et al. 2021; equations P1-P5).
@@ -372,7 +381,8 @@ def reconstruction_loss(out: PonderOutput, targets: Any, loss_fn,
     return jnp.sum(loss, axis=tuple(range(len(rows), loss.ndim)))
 
   losses = jax.vmap(per_row, in_axes=len(rows), out_axes=-1)(out.outputs)
-  terms = jnp.where(_taken(out), out.probs * losses.astype(out.probs.dtype),
+  terms = jnp.where(_taken(out),
+                    out.probs * utils.cast(losses, out.probs.dtype),
                     0.0)                                              # (P3)
   return _per_sequence(jnp.sum(terms, axis=-1), mask)
 

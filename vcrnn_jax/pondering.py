@@ -56,7 +56,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from vcrnn_jax.cells import _common
+from vcrnn_jax import utils
 from vcrnn_jax.core import (
   Cell,
   Context,
@@ -168,7 +168,7 @@ def check_input(owner: str, x: jax.Array, dtype: Any) -> jax.Array:
   if x.ndim < 1:
     raise ValueError(f'{owner}.apply: x must be [batch, input_size], got '
                      f'shape {tuple(x.shape)}.')
-  return x.astype(dtype) if x.dtype != dtype else x
+  return utils.cast(x, dtype)
 
 
 def active_rows(context: Context, batch_shape: tuple) -> jax.Array:
@@ -254,8 +254,8 @@ def dense_params(kernel_init: Any, key: jax.Array, fan_in: int, fan_out: int,
   Returns:
     ``{'kernel': [fan_in, fan_out], 'bias': [fan_out]}``.
   """
-  return {'kernel': _common.initialize(kernel_init, key, (fan_in, fan_out),
-                                       dtype),
+  return {'kernel': utils.initialize(kernel_init, key, (fan_in, fan_out),
+                                     dtype),
           'bias': jnp.full((fan_out,), bias, dtype)}
 
 
@@ -269,7 +269,7 @@ def dense(params: dict, x: jax.Array) -> jax.Array:
   Returns:
     ``[..., O]``.
   """
-  return _common.add_bias(x @ params['kernel'], params['bias'])
+  return utils.add_bias(x @ params['kernel'], params['bias'])
 
 
 def halting_probability(params: dict, features: jax.Array) -> jax.Array:
@@ -298,7 +298,7 @@ def init_params(
     output_size: int | None,
     *,
     halting_bias: float,
-    kernel_init: Any = _common.default_kernel_init,
+    kernel_init: Any = utils.default_kernel_init,
     param_dtype: Any = None,
     halt_features: Callable[[Any, jax.Array], jax.Array] | None = None,
 ) -> dict:
@@ -394,8 +394,7 @@ def accumulate(acc: Any, weights: jax.Array, tree: Any) -> Any:
     The updated ``acc``.
   """
   def add(a, s):
-    w = weights.reshape(weights.shape + (1,) * (s.ndim - weights.ndim))
-    return a + w.astype(s.dtype) * s
+    return a + utils.cast(utils.broadcast_rows(weights, s), s.dtype) * s
   return jax.tree_util.tree_map(add, acc, tree)
 
 

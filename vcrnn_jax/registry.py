@@ -1,13 +1,49 @@
-"""Every recurrent cell by name: the one table the binaries' ``--cell`` reads.
+"""Every method by one name: the one table binaries, modules and tests read.
 
-A cell's name is the same in every binary and in the docs: ``elman``,
-``gru``, ``lstm`` (the baselines), ``rhn``, ``srhn``, ``srehn``, ``ei_rehn``
-(Park & Yoo), ``vcrnn``, ``vcgru`` (Jernite et al.). ``rnn``, the EI-REHN
-paper's word for the Elman cell, is an alias that its binaries keep.
+A method's name is the same in every binary, test and doc page. The cells:
+``elman``, ``gru``, ``lstm`` (the baselines), ``rhn``, ``srhn``, ``srehn``,
+``ei_rehn`` (Park & Yoo), ``vcrnn``, ``vcgru`` (Jernite et al.); ``stack``,
+layers of cells; and the wrappers, each around any cell: ``act`` (Graves),
+``pondernet`` (Banino et al.), ``repeat`` (Fojo et al.), ``skip`` (Campos et
+al.). ``rnn``, the EI-REHN paper's word for the Elman cell, is an alias that
+its binaries keep.
 
-:func:`build_cell` builds one from its name, its hidden size and the keyword
-options of its factory, refusing an option the factory does not take (so a
-flag that a cell would ignore is an error, not a silent no-op):
+:data:`METHODS` holds one :class:`Entry` per method: its pure factory, its
+family, a one-line summary, the name of its module in :mod:`vcrnn_jax.linen`
+and :mod:`vcrnn_jax.nnx` (the same name in both), and a small instance for
+the tests. The binaries' ``--cell`` flags take the cells (:func:`names`), the
+family comparison its wrappers (``names('wrapper')``), and the tests build
+every row in all three APIs.
+
+**Adding a method is adding a row.** A row needs:
+
+* ``factory``: the public pure factory, returning a :class:`vcrnn_jax.Cell`;
+  a cell's takes ``hidden_size`` first (``build``: an adapter when it takes
+  more positional arguments), a wrapper's takes ``cell``, a stack's
+  ``layers``;
+* ``family``: a cell family (:data:`CELL_FAMILIES`), ``'wrapper'`` or
+  ``'stack'``;
+* ``module``: the name of its ``CellModule`` in both :mod:`vcrnn_jax.linen`
+  and :mod:`vcrnn_jax.nnx` (a name, not the class: those modules import this
+  one), which takes the factory's options under the same names;
+* ``example``: keyword options of a small instance that differ from the
+  defaults, so that the tests see them reach the cell, with the same names
+  in the factory (through :func:`build_cell` for a cell), the Linen fields
+  and the NNX arguments; settings that only cost time (``loop='scan'``)
+  belong here too;
+* ``wraps``: for a wrapper, the row its example wraps (one name); for a
+  stack, the rows of its layers;
+* ``flagged``: whether the wrapped cell reads the input plus ACT's
+  first-step flag, one feature more than the wrapper (an NNX module of that
+  cell is built with ``in_features + 1``).
+
+``tests/test_registry.py`` fails when a public factory of the package or a
+Linen or NNX module has no row, and the tests of the three APIs iterate over
+every row, so a new method is tested once it is added here.
+
+:func:`build_cell` builds a cell from its name, its hidden size and the
+keyword options of its factory, refusing an option the factory does not take
+(so a flag that a cell would ignore is an error, not a silent no-op):
 
 >>> from vcrnn_jax import registry
 >>> cell = registry.build_cell('ei_rehn', 20, max_depth=10)
@@ -15,26 +51,30 @@ flag that a cell would ignore is an error, not a silent no-op):
 True
 >>> registry.canonical('rnn')
 'elman'
+>>> registry.names('wrapper')
+('act', 'pondernet', 'repeat', 'skip')
+>>> registry.METHODS['act'].module
+'ACT'
 >>> registry.build_cell('gru', 20, max_depth=10)
 Traceback (most recent call last):
   ...
 ValueError: cell 'gru' takes no option 'max_depth'; it takes ...
-
-ACT is not in the table: it wraps any of these (:func:`vcrnn_jax.act.adaptive`).
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 import dataclasses
 import inspect
 import math
 from typing import Any
 
-from vcrnn_jax import cells, rehn, vc
+from vcrnn_jax import act, cells, ponder, rehn, repeat, skip, vc
 from vcrnn_jax.core import Cell, check_positive_int
 
 __all__ = [
     'Entry',
+    'METHODS',
     'CELLS',
+    'CELL_FAMILIES',
     'ALIASES',
     'canonical',
     'entry',
@@ -43,25 +83,43 @@ __all__ = [
     'build_cell',
 ]
 
+# The families of the cells, which --cell takes: the baselines, the
+# fixed-depth highway networks, the elastic ones (Park & Yoo), and the
+# variable computation cells (Jernite et al.).
+CELL_FAMILIES = ('baseline', 'rhn', 'elastic', 'vc')
+
 
 @dataclasses.dataclass(frozen=True)
 class Entry:
-  """One registered cell.
+  """One method of the table (the module docstring says what each needs).
 
   Attributes:
-    factory: ``(hidden_size, **options) -> Cell``.
-    family: ``'baseline'``, ``'rhn'`` (fixed depth), ``'elastic'`` (depth
-      per step, Park & Yoo) or ``'vc'`` (Jernite et al.).
+    factory: the public pure factory.
+    family: one of :data:`CELL_FAMILIES`, ``'wrapper'`` (around any cell) or
+      ``'stack'``.
     summary: one line for ``--help`` and the docs.
+    module: the name of its module in :mod:`vcrnn_jax.linen` and
+      :mod:`vcrnn_jax.nnx`.
+    example: the keyword options of a small instance for the tests.
+    wraps: the rows the example wraps: one for a wrapper, the layers for a
+      stack, none for a cell.
+    flagged: the wrapped cell reads the input plus ACT's first-step flag.
+    build: ``(hidden_size, **options) -> Cell`` where ``factory`` takes more
+      positional arguments than ``hidden_size`` (None: ``factory``).
   """
   factory: Callable[..., Cell]
   family: str
   summary: str
+  module: str
+  example: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+  wraps: tuple[str, ...] = ()
+  flagged: bool = False
+  build: Callable[..., Cell] | None = None
 
   @property
   def options(self) -> tuple[str, ...]:
-    """The keyword options ``factory`` takes, sorted."""
-    params = inspect.signature(self.factory).parameters.values()
+    """The keyword options ``build`` (or ``factory``) takes, sorted."""
+    params = inspect.signature(self.build or self.factory).parameters.values()
     return tuple(sorted(p.name for p in params
                         if p.kind is inspect.Parameter.KEYWORD_ONLY))
 
@@ -92,9 +150,9 @@ def _forward_signature(adapter, factory) -> None:
   """Gives ``adapter`` the keyword options of ``factory`` plus its own."""
   own = [p for p in inspect.signature(adapter).parameters.values()
          if p.kind is not inspect.Parameter.VAR_KEYWORD]
-  names = {p.name for p in own}
+  names_ = {p.name for p in own}
   rest = [p for p in inspect.signature(factory).parameters.values()
-          if p.kind is inspect.Parameter.KEYWORD_ONLY and p.name not in names]
+          if p.kind is inspect.Parameter.KEYWORD_ONLY and p.name not in names_]
   adapter.__signature__ = inspect.Signature(own + rest)
 
 
@@ -103,24 +161,59 @@ for _adapter, _factory in ((_rhn, rehn.rhn), (_srhn, rehn.srhn),
   _forward_signature(_adapter, _factory)
 del _adapter, _factory
 
-CELLS: dict[str, Entry] = {
-    'elman': Entry(cells.elman, 'baseline', 'Elman tanh RNN'),
-    'gru': Entry(cells.gru, 'baseline', 'GRU (Cho et al. 2014)'),
-    'lstm': Entry(cells.lstm, 'baseline', 'LSTM without peepholes'),
-    'rhn': Entry(_rhn, 'rhn', 'recurrent highway network, fixed depth'),
-    'srhn': Entry(_srhn, 'rhn', 'RHN sharing one layer across its depth'),
-    'srehn': Entry(_srehn, 'elastic', 'shared RHN with elastic depth'),
-    'ei_rehn': Entry(_ei_rehn, 'elastic',
-                     'early-improving recurrent elastic highway network'),
-    'vcrnn': Entry(vc.vcrnn, 'vc', 'variable computation Elman RNN'),
-    'vcgru': Entry(vc.vcgru, 'vc', 'variable computation GRU'),
+# The examples are small and quick to compile: the elastic cells and the
+# pondering wrappers on the 'scan' loop (the loops' own tests compare it
+# with the while loop).
+METHODS: dict[str, Entry] = {
+    'elman': Entry(cells.elman, 'baseline', 'Elman tanh RNN', 'Elman'),
+    'gru': Entry(cells.gru, 'baseline', 'GRU (Cho et al. 2014)', 'GRU'),
+    'lstm': Entry(cells.lstm, 'baseline', 'LSTM without peepholes', 'LSTM',
+                  example={'forget_bias': 1.0}),
+    'rhn': Entry(rehn.rhn, 'rhn', 'recurrent highway network, fixed depth',
+                 'RHN', example={'depth': 2, 'coupled': False}, build=_rhn),
+    'srhn': Entry(rehn.srhn, 'rhn', 'RHN sharing one layer across its depth',
+                  'SRHN', example={'depth': 2, 'transform_bias': -1.0},
+                  build=_srhn),
+    'srehn': Entry(rehn.srehn, 'elastic', 'shared RHN with elastic depth',
+                   'SREHN', example={'max_depth': 3, 'loop': 'scan'},
+                   build=_srehn),
+    'ei_rehn': Entry(rehn.ei_rehn, 'elastic',
+                     'early-improving recurrent elastic highway network',
+                     'EIREHN', example={'max_depth': 3, 'hyper_size': 2,
+                                        'loop': 'scan'}, build=_ei_rehn),
+    'vcrnn': Entry(vc.vcrnn, 'vc', 'variable computation Elman RNN', 'VCRNN',
+                   example={'sharpness': 2.0, 'block_sizes': 2}),
+    'vcgru': Entry(vc.vcgru, 'vc', 'variable computation GRU', 'VCGRU',
+                   example={'scheduler_bias': 0.5}),
+    'stack': Entry(cells.stack, 'stack', 'layers of cells, bottom first',
+                   'Stack', wraps=('gru', 'lstm')),
+    'act': Entry(act.adaptive, 'wrapper',
+                 'Adaptive Computation Time (Graves 2016)', 'ACT',
+                 example={'output_size': 2, 'max_steps': 3,
+                          'halting_bias': 0.0, 'loop': 'scan'},
+                 wraps=('lstm',), flagged=True),
+    'pondernet': Entry(ponder.pondernet, 'wrapper',
+                       'PonderNet (Banino et al. 2021)', 'PonderNet',
+                       example={'output_size': 2, 'max_steps': 3,
+                                'epsilon': 0.1, 'loop': 'scan'},
+                       wraps=('elman',), flagged=True),
+    'repeat': Entry(repeat.repeat, 'wrapper',
+                    'Repeat-RNN: each input presented several times (Fojo '
+                    'et al. 2018)', 'Repeat', example={'repetitions': 2},
+                    wraps=('lstm',), flagged=True),
+    'skip': Entry(skip.skip, 'wrapper',
+                  'Skip-RNN: a gate skips state updates (Campos et al. 2018)',
+                  'Skip', example={'update_bias': 0.5}, wraps=('gru',)),
 }
+# The cells, what --cell takes and build_cell builds.
+CELLS: dict[str, Entry] = {n: e for n, e in METHODS.items()
+                           if e.family in CELL_FAMILIES}
 # Other names a flag may give, and the cell they mean.
 ALIASES: dict[str, str] = {'rnn': 'elman'}
 
 
 def canonical(name: str) -> str:
-  """The registered name of ``name`` (an alias resolved).
+  """The registered name of the cell ``name`` (an alias resolved).
 
   Raises:
     ValueError: an unknown name, listing the known ones.
@@ -133,14 +226,23 @@ def canonical(name: str) -> str:
 
 
 def entry(name: str) -> Entry:
-  """The :class:`Entry` of ``name`` (or of the cell an alias means)."""
+  """The :class:`Entry` of the cell ``name`` (or of the cell an alias means)."""
   return CELLS[canonical(name)]
 
 
 def names(*families: str) -> tuple[str, ...]:
-  """Registered names, in table order; only those of ``families`` if given."""
-  return tuple(n for n, e in CELLS.items()
-               if not families or e.family in families)
+  """Names in table order of ``families``' rows (default: the cells).
+
+  Raises:
+    ValueError: an unknown family.
+  """
+  known = CELL_FAMILIES + ('wrapper', 'stack')
+  unknown = [f for f in families if f not in known]
+  if unknown:
+    raise ValueError(f'family must be one of {list(known)}, got '
+                     f'{unknown[0]!r}.')
+  families = families or CELL_FAMILIES
+  return tuple(n for n, e in METHODS.items() if e.family in families)
 
 
 def options(name: str) -> tuple[str, ...]:
@@ -160,4 +262,5 @@ def build_cell(name: str, hidden_size: int, **kwargs: Any) -> Cell:
     raise ValueError(
         f'cell {name!r} takes no option {", ".join(map(repr, unknown))}; '
         f'it takes {", ".join(e.options)}.')
-  return e.factory(check_positive_int('hidden_size', hidden_size), **kwargs)
+  return (e.build or e.factory)(check_positive_int('hidden_size',
+                                                   hidden_size), **kwargs)

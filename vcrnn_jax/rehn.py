@@ -31,7 +31,6 @@ References:
 """
 
 from collections.abc import Callable
-import dataclasses
 import functools
 import math
 from typing import Any, NamedTuple
@@ -40,13 +39,13 @@ import jax
 from jax import lax
 import jax.numpy as jnp
 
-from vcrnn_jax import loops
-from vcrnn_jax.cells import _common
+from vcrnn_jax import loops, utils
 from vcrnn_jax.core import (
   Cell,
   Context,
   as_context,
   check_apply_args,
+  check_bool,
   check_positive_int,
   field_docs,
   select_rows,
@@ -156,8 +155,7 @@ def _highway(h: jax.Array, pre: jax.Array, coupled: bool) -> jax.Array:
 def _check_depth_args(depth, coupled, transform_bias, input_dropout,
                       state_dropout):
   depth = check_positive_int('depth', depth)
-  if not isinstance(coupled, bool):
-    raise ValueError(f'coupled must be a bool, got {coupled!r}.')
+  check_bool('coupled', coupled)
   return (depth, _check_float('transform_bias', transform_bias),
           _check_rate('input_dropout', input_dropout),
           _check_rate('state_dropout', state_dropout))
@@ -179,22 +177,22 @@ def _fixed_depth_cell(name, hidden_size, depth, shared, coupled,
   bias_blocks = (0.0, transform_bias) + (() if coupled else (-transform_bias,))
 
   def init(key, input_size):
-    input_size = _common.check_input_size(input_size)
+    input_size = check_positive_int('input_size', input_size)
     k_in, k_rec = jax.random.split(key)
     layers = 1 if shared else depth
-    kernels = [_common.stacked_recurrent_init(recurrent_kernel_init, k,
-                                              hidden_size, blocks, param_dtype)
+    kernels = [utils.stacked_init(recurrent_kernel_init, k, hidden_size,
+                                  hidden_size, blocks, param_dtype)
                for k in jax.random.split(k_rec, layers)]
     bias = _gate_biases(hidden_size, bias_blocks, param_dtype)
     return {
-        'input_kernel': _common.stacked_init(
+        'input_kernel': utils.stacked_init(
             kernel_init, k_in, input_size, hidden_size, blocks, param_dtype),
         'recurrent_kernel': kernels[0] if shared else jnp.stack(kernels),
         'bias': bias if shared else jnp.tile(bias, (depth, 1)),
     }
 
   def initial_state(batch_size):
-    batch_size = _common.check_batch_size(batch_size)
+    batch_size = check_positive_int('batch_size', batch_size)
     return RHNState(h=jnp.zeros((batch_size, hidden_size), param_dtype))
 
   def apply(params, state, x, context=None):
@@ -211,13 +209,13 @@ def _fixed_depth_cell(name, hidden_size, depth, shared, coupled,
     else:
       w_first, b_first = w_rec[0], bias[0]
     # The input enters the first micro-layer only (I_{r=1} of Eq. 8).
-    pre = _common.add_bias(
+    pre = utils.add_bias(
         _drop(x, mask_x) @ w_in + _drop(state.h, mask_h) @ w_first, b_first)
     h = _highway(state.h, pre, coupled)
 
     def layer(h, weights):
       w, b = (w_rec, bias) if shared else weights
-      pre = _common.add_bias(_drop(h, mask_h) @ w, b)
+      pre = utils.add_bias(_drop(h, mask_h) @ w, b)
       return _highway(h, pre, coupled), None                        # (8)
 
     if depth > 1:
@@ -236,8 +234,9 @@ def rhn(
     transform_bias: float = -2.0,
     input_dropout: float = 0.0,
     state_dropout: float = 0.0,
-    kernel_init: _common.Initializer = _common.default_kernel_init,
-    recurrent_kernel_init: _common.Initializer = _common.default_recurrent_init,
+    kernel_init: utils.Initializer = utils.default_kernel_init,
+    recurrent_kernel_init: utils.Initializer = (
+        utils.default_recurrent_kernel_init),
     param_dtype: Any = jnp.float32,
 ) -> Cell:
   r"""Recurrent Highway Network of fixed depth ``R`` (EI-REHN Eq. 6-8).
@@ -318,8 +317,9 @@ def srhn(
     transform_bias: float = -2.0,
     input_dropout: float = 0.0,
     state_dropout: float = 0.0,
-    kernel_init: _common.Initializer = _common.default_kernel_init,
-    recurrent_kernel_init: _common.Initializer = _common.default_recurrent_init,
+    kernel_init: utils.Initializer = utils.default_kernel_init,
+    recurrent_kernel_init: utils.Initializer = (
+        utils.default_recurrent_kernel_init),
     param_dtype: Any = jnp.float32,
 ) -> Cell:
   r"""RHN with weights shared across micro-layers (SRHN, EI-REHN Sec. 4.1).
@@ -371,7 +371,10 @@ def srhn(
 # step's memory at R_max = 10 is 1.17 times that at R_max = 5 (8 slots:
 # 1.45 times). Deeper rows thin the slots (stride 2 up to 12 micro-layers,
 # about half a forward step recomputed per step); pass
-# ``loops.LoopConfig(checkpoints=...)`` to trade memory for that.
+# ``loops.LoopConfig(checkpoints=...)`` to trade memory for that. It is the
+# default of srehn's and ei_rehn's ``loop`` (their Flax modules read it from
+# there), the one place these 6 are written; a string ``loop`` is
+# ``LoopConfig(kind)``, as for every cell.
 ELASTIC_LOOP = loops.LoopConfig(checkpoints=6)
 
 
@@ -516,16 +519,16 @@ def _elastic_params(keys, input_size: int, d: int, *, transform_bias: float,
   k_in, k_rec, k_ax, k_ah = keys
   full = lambda v: jnp.full((d,), v, param_dtype)
   return {
-      'input_kernel': _common.stacked_init(kernel_init, k_in, input_size,
-                                           d, 2, param_dtype),
-      'recurrent_kernel': _common.stacked_recurrent_init(
-          recurrent_kernel_init, k_rec, d, 2, param_dtype),
+      'input_kernel': utils.stacked_init(kernel_init, k_in, input_size,
+                                         d, 2, param_dtype),
+      'recurrent_kernel': utils.stacked_init(
+          recurrent_kernel_init, k_rec, d, d, 2, param_dtype),
       'bias': _gate_biases(d, (0.0, transform_bias), param_dtype),
       'elastic': {
-          'input_kernel': _common.initialize(kernel_init, k_ax,
-                                             (input_size, d), param_dtype),
-          'recurrent_kernel': _common.initialize(recurrent_kernel_init, k_ah,
-                                                 (d, d), param_dtype),
+          'input_kernel': utils.initialize(kernel_init, k_ax,
+                                           (input_size, d), param_dtype),
+          'recurrent_kernel': utils.initialize(recurrent_kernel_init, k_ah,
+                                               (d, d), param_dtype),
           'bias': full(rate_bias),
           # Inverse of Eq. 13 and 12 at the initial alpha and beta.
           'alpha_hat': full(alpha_init + math.log(-math.expm1(-alpha_init))),
@@ -538,14 +541,15 @@ def _elastic_gate(elastic: dict, x: jax.Array, h_prev: jax.Array, dtype):
   """The depth gate's constants and ``alpha_t`` (Eq. 12-14) of one step."""
   # The gate is decided in at least float32, so that a 16-bit cell's
   # depth is not set by rounding.
-  gate_dtype = _common.at_least_float32(dtype)
+  gate_dtype = utils.at_least_float32(dtype)
   # The constants ([1, D]) get alpha_t's batch axis explicitly.
   gate = _gate_constants(
-      jax.nn.softplus(elastic['alpha_hat'][None, :].astype(gate_dtype)),  # (13)
-      elastic['beta_hat'][None, :].astype(gate_dtype))
-  alpha_t = jax.nn.sigmoid(_common.add_bias(
+      jax.nn.softplus(utils.cast(elastic['alpha_hat'][None, :],
+                                 gate_dtype)),                       # (13)
+      utils.cast(elastic['beta_hat'][None, :], gate_dtype))
+  alpha_t = jax.nn.sigmoid(utils.cast(utils.add_bias(
       x @ elastic['input_kernel'] + h_prev @ elastic['recurrent_kernel'],
-      elastic['bias']).astype(gate_dtype))                          # (14)
+      elastic['bias']), gate_dtype))                                 # (14)
   return gate, alpha_t
 
 
@@ -562,7 +566,7 @@ def _elastic_step(layer: _LayerFn, shared, inputs: _Inputs, rows: _Rows,
   hm = _drop(rows.h, inputs.mask_h)
   u = jnp.where(n == 0, inputs.u, jnp.zeros_like(inputs.u))  # I_{r=1}
   s, g_hat, extra = layer(weights, hm, u, rows.extra)  # (16)/(22)
-  g = _gate(gate, inputs.alpha_t, r).astype(s.dtype) * g_hat       # (10)
+  g = utils.cast(_gate(gate, inputs.alpha_t, r), s.dtype) * g_hat   # (10)
   # Algorithm 1: the first r with ||g_t^r||_1 = 0 ends the row without
   # updating h (g >= 0, so the norm is positive iff some unit is).
   update = running & jnp.any(g > 0, axis=-1)
@@ -591,16 +595,14 @@ def _elastic_cell(name: str, hidden_size: int, max_depth: int, *,
   """
   d = hidden_size = check_positive_int('hidden_size', hidden_size)
   max_depth = check_positive_int('max_depth', max_depth)
-  loop = loops.as_loop_config(
-      dataclasses.replace(ELASTIC_LOOP, kind=loop) if isinstance(loop, str)
-      else loop)
+  loop = loops.as_loop_config(loop)
   (transform_bias, rate_bias, alpha_init, beta_init, input_dropout,
    state_dropout) = _check_elastic(transform_bias, rate_bias, alpha_init,
                                    beta_init, input_dropout, state_dropout)
   step = functools.partial(_elastic_step, layer)
 
   def init(key, input_size):
-    input_size = _common.check_input_size(input_size)
+    input_size = check_positive_int('input_size', input_size)
     k_in, k_rec, k_ax, k_ah, k_extra = jax.random.split(key, 5)
     params = _elastic_params(
         (k_in, k_rec, k_ax, k_ah), input_size, d,
@@ -611,7 +613,7 @@ def _elastic_cell(name: str, hidden_size: int, max_depth: int, *,
     return params
 
   def initial_state(batch_size):
-    batch_size = _common.check_batch_size(batch_size)
+    batch_size = check_positive_int('batch_size', batch_size)
     return RHNState(h=jnp.zeros((batch_size, d), param_dtype))
 
   def apply(params, state, x, context=None):
@@ -660,8 +662,9 @@ def srehn(
     input_dropout: float = 0.0,
     state_dropout: float = 0.0,
     loop: loops.LoopConfig | str = ELASTIC_LOOP,
-    kernel_init: _common.Initializer = _common.default_kernel_init,
-    recurrent_kernel_init: _common.Initializer = _common.default_recurrent_init,
+    kernel_init: utils.Initializer = utils.default_kernel_init,
+    recurrent_kernel_init: utils.Initializer = (
+        utils.default_recurrent_kernel_init),
     param_dtype: Any = jnp.float32,
 ) -> Cell:
   r"""Shared-weight RHN with the elastic gate (SREHN, EI-REHN Eq. 9-15).
@@ -734,8 +737,9 @@ def srehn(
       (or its ``kind``): ``'while'`` costs the realized depth, ``'scan'`` is
       the masked scan over ``max_depth``; its ``compact_rows`` gathers the
       rows of the deep tail into halving batches. Same values and gradients
-      up to float rounding. The default, and a ``kind`` alone, keep 6
-      backward-pass slots (:data:`ELASTIC_LOOP`).
+      up to float rounding. Default :data:`ELASTIC_LOOP`: the while loop
+      with 6 backward-pass slots; a ``kind`` alone is ``LoopConfig(kind)``
+      (8 slots).
     kernel_init: initialiser of the input kernels.
     recurrent_kernel_init: initialiser of each square recurrent block.
     param_dtype: dtype of the params and of the computation (the elastic
@@ -773,7 +777,7 @@ def srehn(
 
   def layer(weights, hm, u, extra):
     w, b = weights
-    s, g_hat = jnp.split(_common.add_bias(u + hm @ w, b), 2, axis=-1)
+    s, g_hat = jnp.split(utils.add_bias(u + hm @ w, b), 2, axis=-1)
     return jnp.tanh(s), jax.nn.sigmoid(g_hat), extra              # (16)
 
   return _elastic_cell(
@@ -789,7 +793,7 @@ def _hyper_params(key, hidden: int, hyper_size: int, kernel_init,
                   recurrent_kernel_init, hyper_init, param_dtype) -> dict:
   """EI-REHN's hypernetwork params (Eq. 17-21; listed in :func:`ei_rehn`)."""
   ks = jax.random.split(key, 5)
-  init = lambda i, f, shape: _common.initialize(f, ks[i], shape, param_dtype)
+  init = lambda i, f, shape: utils.initialize(f, ks[i], shape, param_dtype)
   zeros = lambda n: jnp.zeros((n,), param_dtype)
   return {
       'residual_kernel': init(0, kernel_init, (hidden, hyper_size)),
@@ -818,9 +822,10 @@ def ei_rehn(
     input_dropout: float = 0.0,
     state_dropout: float = 0.0,
     loop: loops.LoopConfig | str = ELASTIC_LOOP,
-    kernel_init: _common.Initializer = _common.default_kernel_init,
-    recurrent_kernel_init: _common.Initializer = _common.default_recurrent_init,
-    hyper_init: _common.Initializer = jax.nn.initializers.normal(0.01),
+    kernel_init: utils.Initializer = utils.default_kernel_init,
+    recurrent_kernel_init: utils.Initializer = (
+        utils.default_recurrent_kernel_init),
+    hyper_init: utils.Initializer = jax.nn.initializers.normal(0.01),
     param_dtype: Any = jnp.float32,
 ) -> Cell:
   r"""EI-REHN: the elastic gate plus hypernetwork weights (Eq. 9-22, Alg. 1).
@@ -947,10 +952,10 @@ def ei_rehn(
   def layer(weights, hm, u, extra):
     w0, b, z_kernel, z_bias, p_kernel, p_bias = weights
     z, w_sum = extra                     # z_t^r, sum_{k<r} w_t^k
-    w, g_bar = jnp.split(_common.add_bias(z @ p_kernel, p_bias), 2, axis=-1)
+    w, g_bar = jnp.split(utils.add_bias(z @ p_kernel, p_bias), 2, axis=-1)
     g_bar = jax.nn.sigmoid(g_bar)                                   # (21)
     hm2 = jnp.concatenate([hm, hm], axis=-1)     # h for the s and g blocks
-    pre = _common.add_bias(
+    pre = utils.add_bias(
         g_bar * (hm @ w0 + w_sum * hm2)          # W_t^{r-1} h   (17, 20)
         + (1 - g_bar) * (w * hm2)                # Delta W_t^r h (19, 20)
         + u, b)                                                     # (22)
@@ -958,7 +963,7 @@ def ei_rehn(
     s, g_hat = jnp.tanh(s), jax.nn.sigmoid(g_hat)
     # The next micro-layer's hypernetwork state, computed here so the loop
     # carries z and not (s, g, z).
-    z_next = jnp.tanh(_common.add_bias(
+    z_next = jnp.tanh(utils.add_bias(
         jnp.concatenate([s, g_hat, z], axis=-1) @ z_kernel, z_bias))  # (18)
     return s, g_hat, (z_next, w_sum + w)                            # (17)
 

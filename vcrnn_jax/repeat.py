@@ -21,8 +21,6 @@ References:
   for Recurrent Neural Networks, ICLR 2018 workshop. arXiv:1803.08165.
 """
 
-from typing import Any
-
 import jax
 from jax import lax
 import jax.numpy as jnp
@@ -39,13 +37,7 @@ from vcrnn_jax.core import (
   select_rows,
 )
 
-
-def _check_cell(name: str, cell: Any) -> Cell:
-  if not isinstance(cell, Cell):
-    raise ValueError(
-        f'{name}: cell must be a vcrnn_jax.Cell (e.g. vcrnn_jax.cells.gru(64)'
-        f'), got {type(cell).__name__}.')
-  return cell
+__all__ = ['repeat']
 
 
 def _first_presentation(cell: Cell, params, state, x, context: Context):
@@ -113,8 +105,7 @@ def repeat(cell: Cell, repetitions: int) -> Cell:
     Graves, Adaptive Computation Time for Recurrent Neural Networks, 2016
     (the flag, Eq. 3).
   """
-  check_cell('repeat.repeat', cell)
-  cell = _check_cell('repeat', cell)
+  cell = check_cell('repeat.repeat', cell)
   repetitions = check_positive_int('repetitions', repetitions)
 
   def init(key, input_size):

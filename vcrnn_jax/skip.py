@@ -33,12 +33,12 @@ import jax
 from jax import lax
 import jax.numpy as jnp
 
-from vcrnn_jax import compaction
-from vcrnn_jax.cells import _common
+from vcrnn_jax import compaction, utils
 from vcrnn_jax.core import (
   Cell,
   as_context,
   cell_output,
+  check_bool,
   check_cell,
   check_positive_int,
   field_docs,
@@ -79,11 +79,6 @@ class SkipOutput(NamedTuple):
   update_prob: jax.Array
 
 
-def _expand(v: jax.Array, a: jax.Array) -> jax.Array:
-  """``v`` ``[batch]`` reshaped to broadcast against ``a`` ``[batch, ...]``."""
-  return jnp.reshape(v, v.shape + (1,) * (a.ndim - v.ndim))
-
-
 def _straight_through_round(p: jax.Array) -> jax.Array:
   """``round(p)`` forward, identity backward (S1).
 
@@ -101,18 +96,18 @@ def _copy_or_update_leaf(u, new, old):
   bit-exactly (no ``0 * new`` to turn an overflow into NaN or ``-0`` into
   ``+0``); the derivative is the product's, straight-through in ``u``.
   """
-  return jnp.where(_expand(u > 0.5, new), new, old)
+  return jnp.where(utils.broadcast_rows(u > 0.5, new), new, old)
 
 
 @_copy_or_update_leaf.defjvp
 def _copy_or_update_leaf_jvp(primals, tangents):
   u, new, old = primals
   du, dnew, dold = tangents
-  take = _expand(u > 0.5, new)
+  take = utils.broadcast_rows(u > 0.5, new)
   # d/du of u * new + (1 - u) * old is new - old: the gradient that
   # teaches the gate (S1's straight-through u_t).
   dout = (jnp.where(take, dnew, dold)
-          + (new - old) * _expand(du, new).astype(new.dtype))
+          + (new - old) * utils.cast(utils.broadcast_rows(du, new), new.dtype))
   return jnp.where(take, new, old), dout
 
 
@@ -201,7 +196,7 @@ def skip(
     features: Callable[[Any, jax.Array], jax.Array] | None = None,
     hard: bool = False,
     compact_rows: int | None = None,
-    kernel_init: Any = _common.default_kernel_init,
+    kernel_init: Any = utils.default_kernel_init,
     param_dtype: Any = None,
 ) -> Cell:
   r"""Wraps ``cell`` with Skip RNN's update gate (Skip RNN paper, Section 3).
@@ -322,7 +317,8 @@ def skip(
     State Updates in Recurrent Neural Networks, ICLR 2018, Sec. 3.
   """
   check_cell('skip.skip', cell)
-  _check_args(cell, update_bias, features, hard)
+  _check_args(update_bias, features)
+  hard = check_bool('hard', hard)
   compact_rows = compaction.check_compact_rows(compact_rows)
   feats = features or _default_features
 
@@ -334,8 +330,8 @@ def skip(
     y, state, _ = _probe(cell, 1, input_size, cell_params)
     f_size = jax.eval_shape(feats, state, y).shape[-1]
     return {'cell': cell_params, 'update': {                         # (S3)
-        'kernel': _common.initialize(kernel_init, k_update, (f_size, 1),
-                                     dtype),
+        'kernel': utils.initialize(kernel_init, k_update, (f_size, 1),
+                                   dtype),
         'bias': jnp.full((1,), update_bias, dtype)}}
 
   def initial_state(batch_size):
@@ -373,18 +369,14 @@ def skip(
 def _next_update_prob(p, features, u, u_prob):
   """S3 and S4: the next step's update probability."""
   dtype = p['kernel'].dtype
-  features = features.astype(dtype) if features.dtype != dtype else features
-  delta = jax.nn.sigmoid(_common.add_bias(features @ p['kernel'],
-                                          p['bias']))[..., 0]       # (S3)
+  features = utils.cast(features, dtype)
+  delta = jax.nn.sigmoid(utils.add_bias(features @ p['kernel'],
+                                        p['bias']))[..., 0]         # (S3)
   accumulated = u_prob + jnp.minimum(delta, 1.0 - u_prob)
   return _copy_or_update(u, delta, accumulated)                     # (S4)
 
 
-def _check_args(cell, update_bias, features, hard) -> None:
-  if not isinstance(cell, Cell):
-    raise ValueError(
-        'skip: cell must be a vcrnn_jax.Cell (e.g. vcrnn_jax.cells.lstm(64))'
-        f', got {type(cell).__name__}.')
+def _check_args(update_bias, features) -> None:
   if (isinstance(update_bias, bool)
       or not isinstance(update_bias, (int, float))
       or not math.isfinite(update_bias)):
@@ -394,8 +386,6 @@ def _check_args(cell, update_bias, features, hard) -> None:
     raise ValueError(
         'features must be a function (state, y) -> [batch, F] or None, got '
         f'{features!r}.')
-  if not isinstance(hard, bool):
-    raise ValueError(f'hard must be True or False, got {hard!r}.')
 
 
 def budget_loss(out: SkipOutput, mask: jax.Array | None = None) -> jax.Array:

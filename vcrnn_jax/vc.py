@@ -49,8 +49,7 @@ from jax import lax
 import jax.numpy as jnp
 import numpy as np
 
-from vcrnn_jax import compaction
-from vcrnn_jax.cells import _common
+from vcrnn_jax import compaction, utils
 from vcrnn_jax.cells.elman import ElmanState
 from vcrnn_jax.cells.gru import GRUState
 from vcrnn_jax.core import (
@@ -58,6 +57,7 @@ from vcrnn_jax.core import (
   Context,
   as_context,
   check_apply_args,
+  check_bool,
   check_positive_int,
   field_docs,
 )
@@ -135,7 +135,7 @@ def paper_sharpness(steps_per_epoch: int, *, initial: float = 0.1,
   def schedule(step):
     epoch = jnp.asarray(step) // steps_per_epoch
     value = initial + increment * epoch.astype(jnp.float32)
-    return jnp.minimum(value, maximum).astype(jnp.float32)
+    return utils.cast(jnp.minimum(value, maximum), jnp.float32)
 
   return schedule
 
@@ -192,8 +192,8 @@ def soft_mask(m: jax.Array, hidden_size: int, sharpness: Any,
     Jernite et al. 2017, Eq. 8 and 11.
   """
   m = jnp.asarray(m)
-  dtype = _common.at_least_float32(m.dtype)
-  m = m.astype(dtype)
+  dtype = utils.at_least_float32(m.dtype)
+  m = utils.cast(m, dtype)
   # i gets m's batch axes explicitly (rank promotion may be an error).
   i = jnp.arange(hidden_size, dtype=dtype).reshape(
       (1,) * m.ndim + (hidden_size,))
@@ -219,7 +219,7 @@ def _sharpness_at(sharpness, context: Context, name: str) -> Any:
 
 def _scheduler(params, h, x):
   p = params['scheduler']
-  logit = _common.add_bias(
+  logit = utils.add_bias(
       h @ p['recurrent_kernel'] + x @ p['input_kernel'], p['bias'])[..., 0]
   return jax.nn.sigmoid(logit)                                        # (7)
 
@@ -352,7 +352,7 @@ def _hard_apply(prepare, update, sizes, compact_rows, params, h, x, m,
   """
   hidden_size = h.shape[-1]
   branch_sizes = jnp.asarray((0,) + sizes, jnp.int32)
-  need = jnp.ceil(m.astype(jnp.float32) * hidden_size).astype(jnp.int32)
+  need = jnp.ceil(utils.cast(m, jnp.float32) * hidden_size).astype(jnp.int32)
   need = jnp.clip(need, 0, hidden_size)
   if context.active is not None:
     # Rows the caller discards (padding) update nothing.
@@ -477,15 +477,15 @@ def _init_scheduler(key, input_size, hidden_size, scheduler_init,
   k1, k2, k3 = jax.random.split(key, 3)
   params = {
       'scheduler': {
-          'input_kernel': _common.initialize(scheduler_init, k1,
-                                             (input_size, 1), dtype),
-          'recurrent_kernel': _common.initialize(scheduler_init, k2,
-                                                 (hidden_size, 1), dtype),
+          'input_kernel': utils.initialize(scheduler_init, k1,
+                                           (input_size, 1), dtype),
+          'recurrent_kernel': utils.initialize(scheduler_init, k2,
+                                               (hidden_size, 1), dtype),
           'bias': jnp.full((1,), scheduler_bias, dtype),
       }
   }
   if input_size != hidden_size:
-    params['input_projection'] = _common.initialize(
+    params['input_projection'] = utils.initialize(
         kernel_init, k3, (input_size, hidden_size), dtype)
   return params
 
@@ -507,9 +507,10 @@ def _vc_cell(name: str, hidden_size: int, state_type, init_weights,
   """
   _, sharpness, sizes = _check_cell_args(hidden_size, sharpness, epsilon,
                                          block_sizes)
+  hard = check_bool('hard', hard)
 
   def init(key, input_size):
-    input_size = _common.check_input_size(input_size)
+    input_size = check_positive_int('input_size', input_size)
     params, k_scheduler = init_weights(key)
     params.update(_init_scheduler(k_scheduler, input_size, hidden_size,
                                   scheduler_init, scheduler_bias,
@@ -517,7 +518,7 @@ def _vc_cell(name: str, hidden_size: int, state_type, init_weights,
     return params
 
   def initial_state(batch_size):
-    batch_size = _common.check_batch_size(batch_size)
+    batch_size = check_positive_int('batch_size', batch_size)
     return state_type(h=jnp.zeros((batch_size, hidden_size), param_dtype))
 
   def apply(params, state, x, context=None):
@@ -534,7 +535,7 @@ def _vc_cell(name: str, hidden_size: int, state_type, init_weights,
     lam = _sharpness_at(sharpness, context, name)
     e = soft_mask(m, hidden_size, lam, epsilon)                      # (11)
     dims = jnp.sum(e > 0, axis=-1, dtype=jnp.int32)
-    e = e.astype(dtype)
+    e = utils.cast(e, dtype)
     h_bar, x_bar = e * h, e * _projected(params, x)                  # (12)
     h_new = _keep_or_update(e, soft_update(params, e, h_bar, x_bar, h), h)
     return state_type(h=h_new), VCOutput(output=h_new, m=m, dims=dims)
@@ -550,13 +551,14 @@ def vcrnn(
     sharpness: float | Schedule = 1.0,
     epsilon: float = 0.01,
     scheduler_bias: float = 0.0,
-    scheduler_init: _common.Initializer = jax.nn.initializers.zeros,
+    scheduler_init: utils.Initializer = jax.nn.initializers.zeros,
     hard: bool = False,
     block_sizes: int | Sequence[int] = 8,
     compact_rows: int | None = None,
-    kernel_init: _common.Initializer = _common.default_kernel_init,
-    recurrent_kernel_init: _common.Initializer = _common.default_recurrent_init,
-    bias_init: _common.Initializer = _common.default_bias_init,
+    kernel_init: utils.Initializer = utils.default_kernel_init,
+    recurrent_kernel_init: utils.Initializer = (
+        utils.default_recurrent_kernel_init),
+    bias_init: utils.Initializer = utils.default_bias_init,
     param_dtype: Any = jnp.float32,
 ) -> Cell:
   r"""The Variable Computation RNN, Eq. 7, 11-13 (Elman based).
@@ -682,11 +684,11 @@ def vcrnn(
   def init_weights(key):
     k1, k2, k3, k4 = jax.random.split(key, 4)
     return {
-        'input_kernel': _common.initialize(
+        'input_kernel': utils.initialize(
             kernel_init, k1, (hidden_size, hidden_size), param_dtype),
-        'recurrent_kernel': _common.initialize(
+        'recurrent_kernel': utils.initialize(
             recurrent_kernel_init, k2, (hidden_size, hidden_size), param_dtype),
-        'bias': _common.initialize(
+        'bias': utils.initialize(
             bias_init, k3, (hidden_size,), param_dtype),
     }, k4
 
@@ -696,12 +698,12 @@ def vcrnn(
 
   def update(operands, matmul, h_s, x_s):
     shells, bias = operands
-    return jnp.tanh(_common.add_bias(
+    return jnp.tanh(utils.add_bias(
         matmul(shells, [x_s, h_s]),
         bias[:h_s.shape[-1]]))                                         # (3)
 
   def soft_update(params, e, h_bar, x_bar, h):
-    g = jnp.tanh(_common.add_bias(
+    g = jnp.tanh(utils.add_bias(
         x_bar @ params['input_kernel'] + h_bar @ params['recurrent_kernel'],
         params['bias']))
     return e * g + (1.0 - e) * h                                     # (13)
@@ -722,13 +724,14 @@ def vcgru(
     sharpness: float | Schedule = 1.0,
     epsilon: float = 0.01,
     scheduler_bias: float = 0.0,
-    scheduler_init: _common.Initializer = jax.nn.initializers.zeros,
+    scheduler_init: utils.Initializer = jax.nn.initializers.zeros,
     hard: bool = False,
     block_sizes: int | Sequence[int] = 8,
     compact_rows: int | None = None,
-    kernel_init: _common.Initializer = _common.default_kernel_init,
-    recurrent_kernel_init: _common.Initializer = _common.default_recurrent_init,
-    bias_init: _common.Initializer = _common.default_bias_init,
+    kernel_init: utils.Initializer = utils.default_kernel_init,
+    recurrent_kernel_init: utils.Initializer = (
+        utils.default_recurrent_kernel_init),
+    bias_init: utils.Initializer = utils.default_bias_init,
     param_dtype: Any = jnp.float32,
 ) -> Cell:
   r"""The Variable Computation GRU, Eq. 7, 11, 12, 14-16 (GRU based).
@@ -830,13 +833,13 @@ def vcgru(
   def init_weights(key):
     k1, k2, k3, k4, k5 = jax.random.split(key, 5)
     return {
-        'input_kernel': _common.stacked_init(
+        'input_kernel': utils.stacked_init(
             kernel_init, k1, n, n, 3, param_dtype),
-        'recurrent_gates_kernel': _common.stacked_recurrent_init(
-            recurrent_kernel_init, k2, n, 2, param_dtype),
-        'recurrent_kernel': _common.initialize(
+        'recurrent_gates_kernel': utils.stacked_init(
+            recurrent_kernel_init, k2, n, n, 2, param_dtype),
+        'recurrent_kernel': utils.initialize(
             recurrent_kernel_init, k3, (n, n), param_dtype),
-        'bias': _common.initialize(bias_init, k4, (3 * n,), param_dtype),
+        'bias': utils.initialize(bias_init, k4, (3 * n,), param_dtype),
     }, k5
 
   def prepare(params, sizes):
@@ -849,18 +852,18 @@ def vcgru(
   def update(operands, matmul, h_s, x_s):
     shells_r, shells_z, shells_h, b = operands
     s = h_s.shape[-1]
-    r = jax.nn.sigmoid(_common.add_bias(
+    r = jax.nn.sigmoid(utils.add_bias(
         matmul(shells_r, [x_s, h_s]), b[:s]))                          # (4)
-    z = jax.nn.sigmoid(_common.add_bias(
+    z = jax.nn.sigmoid(utils.add_bias(
         matmul(shells_z, [x_s, h_s]), b[n:n + s]))                     # (4)
-    h_tilde = jnp.tanh(_common.add_bias(
+    h_tilde = jnp.tanh(utils.add_bias(
         matmul(shells_h, [x_s, r * h_s]),
         b[2 * n:2 * n + s]))                                            # (5)
     return z * h_tilde + (1.0 - z) * h_s                                # (6)
 
   def soft_update(params, e, h_bar, x_bar, h):
     x_r, x_z, x_h = jnp.split(
-        _common.add_bias(x_bar @ params['input_kernel'], params['bias']), 3,
+        utils.add_bias(x_bar @ params['input_kernel'], params['bias']), 3,
         axis=-1)
     g_r, g_z = jnp.split(h_bar @ params['recurrent_gates_kernel'], 2,
                          axis=-1)
@@ -942,7 +945,7 @@ def penalty(m: jax.Array, target: Any, *, norm: str = 'l1',
     raise ValueError(
         f'penalty: mask must have the shape of m {tuple(m.shape)}, got '
         f'{tuple(jnp.shape(mask))}.')
-  diff = m - target.astype(m.dtype)
+  diff = m - utils.cast(target, m.dtype)
   if not symmetric:
     diff = jnp.maximum(diff, 0.0)
   omega = jnp.abs(diff) if norm == 'l1' else jnp.square(diff)       # (10)
@@ -988,8 +991,8 @@ def guide_targets(is_boundary: jax.Array, target: float,
                                            boundary_target)):
     if not 0.0 <= float(value) <= 1.0:
       raise ValueError(f'{name} must be in [0, 1], got {value!r}.')
-  return jnp.where(jnp.asarray(is_boundary, bool), boundary_target,
-                   target).astype(dtype)
+  return utils.cast(jnp.where(jnp.asarray(is_boundary, bool),
+                             boundary_target, target), dtype)
 
 
 # ----------------------------------------------------------------------------

@@ -6,10 +6,13 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from vcrnn_jax.cells import _common
+from vcrnn_jax import utils
 from vcrnn_jax.core import (
   Cell,
   check_apply_args,
+  check_bool,
+  check_dtype,
+  check_function,
   check_positive_int,
   field_docs,
 )
@@ -32,10 +35,10 @@ def elman(
     *,
     activation_fn: Callable[[jax.Array], jax.Array] = jnp.tanh,
     residual: bool = False,
-    kernel_init: _common.Initializer = _common.default_kernel_init,
-    recurrent_kernel_init: _common.Initializer = (
-        _common.default_recurrent_init),
-    bias_init: _common.Initializer = _common.default_bias_init,
+    kernel_init: utils.Initializer = utils.default_kernel_init,
+    recurrent_kernel_init: utils.Initializer = (
+        utils.default_recurrent_kernel_init),
+    bias_init: utils.Initializer = utils.default_bias_init,
     dtype: Any = None,
     param_dtype: Any = jnp.float32,
     promote_dtype: Callable[..., Any] | None = None,
@@ -84,42 +87,43 @@ def elman(
     Elman, Finding structure in time, 1990.
   """
   hidden_size = check_positive_int('hidden_size', hidden_size)
-  activation_fn = _common.check_function('activation_fn', activation_fn)
-  dtype = _common.check_dtype('dtype', dtype, optional=True)
-  param_dtype = _common.check_dtype('param_dtype', param_dtype)
+  activation_fn = check_function('activation_fn', activation_fn)
+  residual = check_bool('residual', residual)
+  dtype = check_dtype('dtype', dtype, optional=True)
+  param_dtype = check_dtype('param_dtype', param_dtype)
 
   def init(key, input_size):
-    input_size = _common.check_input_size(input_size)
+    input_size = check_positive_int('input_size', input_size)
     k1, k2, k3 = jax.random.split(key, 3)
     return {
-        'input_kernel': _common.initialize(
+        'input_kernel': utils.initialize(
             kernel_init, k1, (input_size, hidden_size), param_dtype),
-        'recurrent_kernel': _common.initialize(
+        'recurrent_kernel': utils.initialize(
             recurrent_kernel_init, k2, (hidden_size, hidden_size),
             param_dtype),
-        'bias': _common.initialize(
+        'bias': utils.initialize(
             bias_init, k3, (hidden_size,), param_dtype),
     }
 
   def initial_state(batch_size):
-    batch_size = _common.check_batch_size(batch_size)
+    batch_size = check_positive_int('batch_size', batch_size)
     return ElmanState(h=jnp.zeros((batch_size, hidden_size),
-                                  _common.carry_dtype(param_dtype, dtype)))
+                                  utils.carry_dtype(param_dtype, dtype)))
 
   def apply(params, state, x, context=None):
     del context  # A fixed-computation cell uses no extras.
     w_in = params['input_kernel']
-    state_dtype = _common.carry_dtype(w_in.dtype, dtype)
+    state_dtype = utils.carry_dtype(w_in.dtype, dtype)
     check_apply_args('elman', w_in.shape[0], state, x, state_dtype,
                      width=hidden_size)
-    x, h, w_in, w_h, b = _common.promote(
+    x, h, w_in, w_h, b = utils.promote(
         (x, state.h, w_in, params['recurrent_kernel'], params['bias']),
         dtype, w_in.dtype, promote_dtype)
-    pre = _common.add_bias(x @ w_in + h @ w_h, b)
+    pre = utils.add_bias(x @ w_in + h @ w_h, b)
     if residual:
-      pre, h_prev = _common.widen(pre, state.h)
+      pre, h_prev = utils.widen(pre, state.h)
       pre = pre + h_prev
-    h = _common.cast(activation_fn(pre), state_dtype)
+    h = utils.cast(activation_fn(pre), state_dtype)
     return ElmanState(h=h), h
 
   return Cell(init, initial_state, apply)

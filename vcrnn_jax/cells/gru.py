@@ -6,10 +6,12 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from vcrnn_jax.cells import _common
+from vcrnn_jax import utils
 from vcrnn_jax.core import (
   Cell,
   check_apply_args,
+  check_dtype,
+  check_function,
   check_positive_int,
   field_docs,
 )
@@ -32,10 +34,10 @@ def gru(
     *,
     gate_fn: Callable[[jax.Array], jax.Array] = jax.nn.sigmoid,
     activation_fn: Callable[[jax.Array], jax.Array] = jnp.tanh,
-    kernel_init: _common.Initializer = _common.default_kernel_init,
-    recurrent_kernel_init: _common.Initializer = (
-        _common.default_recurrent_init),
-    bias_init: _common.Initializer = _common.default_bias_init,
+    kernel_init: utils.Initializer = utils.default_kernel_init,
+    recurrent_kernel_init: utils.Initializer = (
+        utils.default_recurrent_kernel_init),
+    bias_init: utils.Initializer = utils.default_bias_init,
     dtype: Any = None,
     param_dtype: Any = jnp.float32,
     promote_dtype: Callable[..., Any] | None = None,
@@ -98,42 +100,43 @@ def gru(
     Cho et al., Learning Phrase Representations using RNN Encoder-Decoder, 2014.
   """
   hidden_size = check_positive_int('hidden_size', hidden_size)
-  gate_fn = _common.check_function('gate_fn', gate_fn)
-  activation_fn = _common.check_function('activation_fn', activation_fn)
-  dtype = _common.check_dtype('dtype', dtype, optional=True)
-  param_dtype = _common.check_dtype('param_dtype', param_dtype)
+  gate_fn = check_function('gate_fn', gate_fn)
+  activation_fn = check_function('activation_fn', activation_fn)
+  dtype = check_dtype('dtype', dtype, optional=True)
+  param_dtype = check_dtype('param_dtype', param_dtype)
 
   def init(key, input_size):
-    input_size = _common.check_input_size(input_size)
+    input_size = check_positive_int('input_size', input_size)
     k1, k2, k3, k4 = jax.random.split(key, 4)
     return {
-        'input_kernel': _common.stacked_init(
+        'input_kernel': utils.stacked_init(
             kernel_init, k1, input_size, hidden_size, 3, param_dtype),
-        'recurrent_gates_kernel': _common.stacked_recurrent_init(
-            recurrent_kernel_init, k2, hidden_size, 2, param_dtype),
-        'recurrent_kernel': _common.initialize(
+        'recurrent_gates_kernel': utils.stacked_init(
+            recurrent_kernel_init, k2, hidden_size, hidden_size, 2,
+            param_dtype),
+        'recurrent_kernel': utils.initialize(
             recurrent_kernel_init, k3, (hidden_size, hidden_size),
             param_dtype),
-        'bias': _common.initialize(
+        'bias': utils.initialize(
             bias_init, k4, (3 * hidden_size,), param_dtype),
     }
 
   def initial_state(batch_size):
-    batch_size = _common.check_batch_size(batch_size)
+    batch_size = check_positive_int('batch_size', batch_size)
     return GRUState(h=jnp.zeros((batch_size, hidden_size),
-                                _common.carry_dtype(param_dtype, dtype)))
+                                utils.carry_dtype(param_dtype, dtype)))
 
   def apply(params, state, x, context=None):
     del context  # A fixed-computation cell uses no extras.
     w_in = params['input_kernel']
-    state_dtype = _common.carry_dtype(w_in.dtype, dtype)
+    state_dtype = utils.carry_dtype(w_in.dtype, dtype)
     check_apply_args('gru', w_in.shape[0], state, x, state_dtype,
                      width=hidden_size)
-    x, h_prev, w_in, w_gates, w_h, b = _common.promote(
+    x, h_prev, w_in, w_gates, w_h, b = utils.promote(
         (x, state.h, w_in, params['recurrent_gates_kernel'],
          params['recurrent_kernel'], params['bias']),
         dtype, w_in.dtype, promote_dtype)
-    xi = _common.add_bias(x @ w_in, b)
+    xi = utils.add_bias(x @ w_in, b)
     x_r, x_z, x_h = jnp.split(xi, 3, axis=-1)
     g_r, g_z = jnp.split(h_prev @ w_gates, 2, axis=-1)
     r = gate_fn(x_r + g_r)
@@ -141,9 +144,9 @@ def gru(
     h_tilde = activation_fn((r * h_prev) @ w_h + x_h)
     # The terms with the old state in its own dtype (the wider one), as
     # flax's cells mix them.
-    keep, old = _common.widen(1.0 - z, state.h)
-    h = _common.cast(z * h_tilde, keep.dtype) + keep * old
-    h = _common.cast(h, state_dtype)
+    keep, old = utils.widen(1.0 - z, state.h)
+    h = utils.cast(z * h_tilde, keep.dtype) + keep * old
+    h = utils.cast(h, state_dtype)
     return GRUState(h=h), h
 
   return Cell(init, initial_state, apply)

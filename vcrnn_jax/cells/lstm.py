@@ -6,10 +6,12 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from vcrnn_jax.cells import _common
+from vcrnn_jax import utils
 from vcrnn_jax.core import (
   Cell,
   check_apply_args,
+  check_dtype,
+  check_function,
   check_positive_int,
   field_docs,
 )
@@ -34,10 +36,10 @@ def lstm(
     *,
     gate_fn: Callable[[jax.Array], jax.Array] = jax.nn.sigmoid,
     activation_fn: Callable[[jax.Array], jax.Array] = jnp.tanh,
-    kernel_init: _common.Initializer = _common.default_kernel_init,
-    recurrent_kernel_init: _common.Initializer = (
-        _common.default_recurrent_init),
-    bias_init: _common.Initializer = _common.default_bias_init,
+    kernel_init: utils.Initializer = utils.default_kernel_init,
+    recurrent_kernel_init: utils.Initializer = (
+        utils.default_recurrent_kernel_init),
+    bias_init: utils.Initializer = utils.default_bias_init,
     dtype: Any = None,
     param_dtype: Any = jnp.float32,
     promote_dtype: Callable[..., Any] | None = None,
@@ -104,51 +106,52 @@ def lstm(
     Hochreiter & Schmidhuber, Long Short-Term Memory, 1997.
   """
   hidden_size = check_positive_int('hidden_size', hidden_size)
-  gate_fn = _common.check_function('gate_fn', gate_fn)
-  activation_fn = _common.check_function('activation_fn', activation_fn)
-  dtype = _common.check_dtype('dtype', dtype, optional=True)
-  param_dtype = _common.check_dtype('param_dtype', param_dtype)
+  gate_fn = check_function('gate_fn', gate_fn)
+  activation_fn = check_function('activation_fn', activation_fn)
+  dtype = check_dtype('dtype', dtype, optional=True)
+  param_dtype = check_dtype('param_dtype', param_dtype)
 
   def init(key, input_size):
-    input_size = _common.check_input_size(input_size)
+    input_size = check_positive_int('input_size', input_size)
     k1, k2, k3 = jax.random.split(key, 3)
     bias = jnp.concatenate(
-        [_common.initialize(bias_init, k, (hidden_size,), param_dtype)
+        [utils.initialize(bias_init, k, (hidden_size,), param_dtype)
          for k in jax.random.split(k3, 4)])
     bias = bias.at[2 * hidden_size:3 * hidden_size].add(
         jnp.asarray(forget_bias, param_dtype))
     return {
-        'input_kernel': _common.stacked_init(
+        'input_kernel': utils.stacked_init(
             kernel_init, k1, input_size, hidden_size, 4, param_dtype),
-        'recurrent_kernel': _common.stacked_recurrent_init(
-            recurrent_kernel_init, k2, hidden_size, 4, param_dtype),
+        'recurrent_kernel': utils.stacked_init(
+            recurrent_kernel_init, k2, hidden_size, hidden_size, 4,
+            param_dtype),
         'bias': bias,
     }
 
   def initial_state(batch_size):
-    batch_size = _common.check_batch_size(batch_size)
+    batch_size = check_positive_int('batch_size', batch_size)
     zeros = jnp.zeros((batch_size, hidden_size),
-                      _common.carry_dtype(param_dtype, dtype))
+                      utils.carry_dtype(param_dtype, dtype))
     return LSTMState(c=zeros, h=zeros)
 
   def apply(params, state, x, context=None):
     del context  # A fixed-computation cell uses no extras.
     w_in = params['input_kernel']
-    state_dtype = _common.carry_dtype(w_in.dtype, dtype)
+    state_dtype = utils.carry_dtype(w_in.dtype, dtype)
     check_apply_args('lstm', w_in.shape[0], state, x, state_dtype,
                      width=hidden_size)
-    x, h, w_in, w_h, b = _common.promote(
+    x, h, w_in, w_h, b = utils.promote(
         (x, state.h, w_in, params['recurrent_kernel'], params['bias']),
         dtype, w_in.dtype, promote_dtype)
-    gates = _common.add_bias(x @ w_in + h @ w_h, b)
+    gates = utils.add_bias(x @ w_in + h @ w_h, b)
     a, i, f, o = jnp.split(gates, 4, axis=-1)
     # Eq. 4 and 3 mix the gates with the cell state in the wider dtype of
     # the two, as flax's cell does (``f * c + i * g``).
-    f, c_prev = _common.widen(gate_fn(f), state.c)
-    c = f * c_prev + _common.cast(gate_fn(i) * activation_fn(a), c_prev.dtype)
-    o, c = _common.widen(gate_fn(o), c)
+    f, c_prev = utils.widen(gate_fn(f), state.c)
+    c = f * c_prev + utils.cast(gate_fn(i) * activation_fn(a), c_prev.dtype)
+    o, c = utils.widen(gate_fn(o), c)
     h = o * activation_fn(c)
-    c, h = _common.cast(c, state_dtype), _common.cast(h, state_dtype)
+    c, h = utils.cast(c, state_dtype), utils.cast(h, state_dtype)
     return LSTMState(c=c, h=h), h
 
   return Cell(init, initial_state, apply)

@@ -42,8 +42,8 @@ def bounded_while_loop(
     init_carry: PyTree,
     *,
     max_steps: int,
-    checkpoints: int = 16,
-    save_residuals: bool = False,
+    checkpoints: int,
+    save_residuals: bool,
 ) -> tuple[PyTree, jax.Array]:
   """Runs ``carry = body_fun(params, carry)`` while ``cond_fun(carry)``.
 
@@ -121,9 +121,11 @@ def bounded_while_loop(
       integer and bool leaves (step counters, running masks) are allowed and
       get zero cotangents.
     max_steps: positive int, the most steps the loop may take.
-    checkpoints: positive int, the number of carry slots (see above).
+    checkpoints: positive int, the number of carry slots (see above). No
+      default here: :class:`vcrnn_jax.loops.LoopConfig` holds the one
+      default (``LoopConfig().checkpoints``).
     save_residuals: whether slots also hold each saved step's ``jax.vjp``
-      residuals (see above).
+      residuals (see above); ``LoopConfig().save_residuals`` is the default.
 
   Returns:
     ``(final_carry, num_steps)``, ``num_steps`` an int32 scalar.
@@ -134,6 +136,8 @@ def bounded_while_loop(
       bool, or ``body_fun`` does not return a carry of the structure, shapes
       and dtypes of ``init_carry``.
   """
+  # The validators LoopConfig runs where a config is written, run again for
+  # a direct call: both accept and refuse the same values.
   max_steps = check_positive_int('max_steps', max_steps)
   checkpoints = check_positive_int('checkpoints', checkpoints)
   save_residuals = check_bool('save_residuals', save_residuals)
@@ -358,7 +362,9 @@ def _instantiate(carry_ct, info: res.Carry) -> list:
   zeros."""
   is_zero = lambda x: isinstance(
       x, jax.custom_derivatives.SymbolicZero) or x is None
-  leaves = jax.tree_util.tree_leaves(carry_ct, is_leaf=is_zero)
+  # Flattened against the carry's own structure: a None field of the carry
+  # has no leaf there, so reading None cotangents as leaves would misalign.
+  leaves = info.tree.flatten_up_to(carry_ct)
   return [jnp.zeros(a.shape, a.dtype) if is_zero(ct) else ct
           for ct, a, f in zip(leaves, info.avals, info.inexact) if f]
 

@@ -4,7 +4,10 @@ r"""RNN, ACT, Repeat-RNN and PonderNet on parity (PonderNet Sec. 3.1).
 :class:`~vcrnn_jax.training.train.Experiment`, as
 :func:`vcrnn_jax.papers.act.tasks.task_experiment` does for ACT alone. All
 four methods wrap the same inner cell (:mod:`vcrnn_jax.registry`) of the same
-width and read one logit; only the wrapper and its loss differ:
+width and read one logit; only the wrapper and its loss differ. Each wrapper
+is its row of the registry's table of methods (its factory); what this
+comparison sets for it from :class:`ModelConfig` is one row of its own here,
+so another wrapper of the table joins the comparison with one row:
 
 * ``'rnn'``: the cell and a linear readout; loss: binary cross-entropy (BCE).
 * ``'act'``: :func:`vcrnn_jax.act.adaptive` (its own readout, ACT Eq. 4);
@@ -49,15 +52,14 @@ extrapolation of a method that did not solve its training range is not
 judged (:mod:`vcrnn_jax.papers.family.summary`).
 """
 
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import optax
 
-from vcrnn_jax import act as act_lib
 from vcrnn_jax import loops, ponder, registry
-from vcrnn_jax import repeat as repeat_lib
 from vcrnn_jax.core import Context, check_positive_int
 from vcrnn_jax.models import sequence_model
 from vcrnn_jax.tasks import parity
@@ -83,7 +85,6 @@ __all__ = [
     'evaluate_by_count',
 ]
 
-METHODS = ('rnn', 'act', 'repeat', 'pondernet')
 CELLS = registry.names('baseline')
 
 # PonderNet Sec. 3.1: vector size and the (inclusive) ranges of the number of
@@ -182,24 +183,106 @@ def tasks_of(setting: str, layout: str = 'random', bits: int | None = None):
                for lo, hi in (train, test))
 
 
+class _Method(NamedTuple):
+  """How the comparison runs one of :data:`METHODS` (module docstring).
+
+  Attributes:
+    wrapper: its row of :data:`vcrnn_jax.registry.METHODS`, the factory
+      around the inner cell (None: the cell alone).
+    options: ``(model, loop, inference) -> the factory's arguments`` from
+      the model's fields; a method given ``output_size`` reads out itself,
+      the others get the sequence model's linear readout.
+    cap: ``model -> the most steps an input can take at evaluation``.
+    ponder: ``(model, ys, batch_size) -> per-row (ponder, integer steps)``
+      of one-step parity sequences.
+    penalty: ``model -> the weight of the ponder cost`` in the training
+      loss (None: no cost). A method whose outputs are a halting
+      distribution (:class:`vcrnn_jax.ponder.PonderOutput`) trains on P3
+      instead, and one whose factory takes ``inference`` is scored with
+      each halting rule.
+  """
+  wrapper: str | None
+  options: Callable[..., dict] | None
+  cap: Callable[['ModelConfig'], int]
+  ponder: Callable[..., tuple]
+  penalty: Callable[['ModelConfig'], float] | None = None
+
+
+def _fixed_steps(steps: Callable[['ModelConfig'], int]):
+  """The ponder of a method that takes ``steps(model)`` steps per input."""
+
+  def ponder_and_steps(model, ys, batch_size):
+    del ys  # Every row takes the same steps.
+    per_row = jnp.full((batch_size,), steps(model), jnp.float32)
+    return per_row, per_row
+
+  return ponder_and_steps
+
+
+def _act_ponder(model, ys, batch_size):
+  del model, batch_size  # ACT reports its ponder cost N + R (Eq. 10).
+  return ys.ponder[:, 0], ys.steps[:, 0].astype(jnp.float32)
+
+
+def _halting_step(model, ys, batch_size):
+  del model, batch_size  # PonderNet's ponder: the steps it computed.
+  steps = ys.steps[:, 0].astype(jnp.float32)
+  return steps, steps
+
+
+def _act_options(model, loop, inference):
+  del inference  # ACT halts one way.
+  return dict(output_size=1, max_steps=model.max_steps,
+              epsilon=model.act_epsilon, halting_bias=model.halting_bias,
+              loop=loop)
+
+
+def _pondernet_options(model, loop, inference):
+  max_steps = (model.max_steps if inference == 'train'
+               else model.eval_max_steps or model.max_steps)
+  return dict(output_size=1, max_steps=max_steps,
+              epsilon=model.ponder_epsilon, inference=inference, loop=loop)
+
+
+# One row per method; a wrapper of the registry's table joins the
+# comparison with a row here (its settings are this comparison's flags).
+_METHODS = {
+    'rnn': _Method(None, None, cap=lambda model: 1,
+                   ponder=_fixed_steps(lambda model: 1)),
+    'act': _Method('act', _act_options, cap=lambda model: model.max_steps,
+                   ponder=_act_ponder, penalty=lambda model: model.tau),
+    'repeat': _Method('repeat',
+                      lambda model, loop, inference: {'repetitions':
+                                                      model.rho},
+                      cap=lambda model: model.rho,
+                      ponder=_fixed_steps(lambda model: model.rho)),
+    'pondernet': _Method('pondernet', _pondernet_options,
+                         cap=lambda model: (model.eval_max_steps
+                                            or model.max_steps),
+                         ponder=_halting_step),
+}
+METHODS = tuple(_METHODS)
+
+
+def _samples(model: 'ModelConfig') -> bool:
+  """Whether the method halts by a rule chosen at evaluation (PonderNet's
+  ``inference``: the median and sampled rules of P5)."""
+  wrapper = _METHODS[model.method].wrapper
+  return wrapper is not None and 'inference' in registry.METHODS[
+      wrapper].options
+
+
 def build_model(model: ModelConfig, *, inference: str = 'train'):
   """The sequence model of ``model`` (``inference`` for PonderNet only)."""
   model = check_model(model)
-  loop = model.loop or default_loop(model)
+  method = _METHODS[model.method]
   inner = registry.build_cell(model.cell, model.hidden_size)
-  if model.method == 'rnn':
+  if method.wrapper is None:
     return sequence_model(inner, 1)
-  if model.method == 'repeat':
-    return sequence_model(repeat_lib.repeat(inner, model.rho), 1)
-  if model.method == 'act':
-    return sequence_model(act_lib.adaptive(
-        inner, 1, max_steps=model.max_steps, epsilon=model.act_epsilon,
-        halting_bias=model.halting_bias, loop=loop))
-  max_steps = (model.max_steps if inference == 'train'
-               else model.eval_max_steps or model.max_steps)
-  return sequence_model(ponder.pondernet(
-      inner, 1, max_steps=max_steps, epsilon=model.ponder_epsilon,
-      inference=inference, loop=loop))
+  options = method.options(model, model.loop or default_loop(model),
+                           inference)
+  cell = registry.METHODS[method.wrapper].factory(inner, **options)
+  return sequence_model(cell, None if 'output_size' in options else 1)
 
 
 def _bce(logits, targets):
@@ -208,14 +291,7 @@ def _bce(logits, targets):
 
 def _ponder_and_steps(model: ModelConfig, ys, batch_size: int):
   """Per-row ``(ponder, integer steps)`` of one-step parity sequences."""
-  if model.method == 'act':
-    return ys.ponder[:, 0], ys.steps[:, 0].astype(jnp.float32)
-  if model.method == 'pondernet':
-    steps = ys.steps[:, 0].astype(jnp.float32)
-    return steps, steps
-  per_row = jnp.full((batch_size,), model.rho if model.method == 'repeat'
-                     else 1, jnp.float32)
-  return per_row, per_row
+  return _METHODS[model.method].ponder(model, ys, batch_size)
 
 
 def _matmul_size(tree) -> int:
@@ -239,11 +315,7 @@ def multiplications(params, steps) -> float:
 
 def _cap(model: ModelConfig) -> int:
   """The most steps an input can take at evaluation."""
-  if model.method == 'pondernet':
-    return model.eval_max_steps or model.max_steps
-  if model.method == 'act':
-    return model.max_steps
-  return model.rho if model.method == 'repeat' else 1
+  return _METHODS[model.method].cap(model)
 
 
 class _Scorer(NamedTuple):
@@ -275,7 +347,7 @@ class _Scorer(NamedTuple):
 
 
 def _scorer(model: ModelConfig) -> _Scorer:
-  if model.method != 'pondernet':
+  if not _samples(model):
     return _Scorer(model, build_model(model), None, None)
   return _Scorer(model, build_model(model, inference='median'),
                  build_model(model, inference='sample'), build_model(model))
@@ -306,7 +378,7 @@ def _train_loss(model: ModelConfig, net, train_task):
     logits, ys = net.apply(params, batch.inputs)
     n = batch.inputs.shape[0]
     metrics = {}
-    if model.method == 'pondernet':
+    if isinstance(ys, ponder.PonderOutput):   # a halting distribution
       task_loss = ponder.reconstruction_loss(ys, batch.targets, _bce)
       kl = ponder.kl_to_geometric(ys, model.lambda_p, direction=model.kl)
       total = task_loss + model.beta * kl                             # (P3)
@@ -318,7 +390,8 @@ def _train_loss(model: ModelConfig, net, train_task):
     else:
       task_loss = train_task.loss(logits, batch)
       ponder_cost, steps = _ponder_and_steps(model, ys, n)
-      total = task_loss + (model.tau * ponder_cost if model.method == 'act'
+      penalty = _METHODS[model.method].penalty
+      total = task_loss + (penalty(model) * ponder_cost if penalty
                            else 0.0)                                  # (12)
       metrics.update(ponder=jnp.mean(ponder_cost), steps=jnp.mean(steps))
     metrics['loss'] = jnp.mean(task_loss)

@@ -1,4 +1,32 @@
-"""What the cell factories share: initialisers, checks, biases, dtypes."""
+"""The shared toolbox for writing cells: initialisers, dtypes, biases, rows.
+
+What the cells of the library use besides their own equations, public so
+that a cell written elsewhere (a new paper's) is built from the same pieces
+and behaves as the library's do: flax's initialisers by default, each gate's
+block of a fused kernel drawn on its own, params drawn in float32 and cast,
+explicit casts between float types (the tests run under
+``jax_numpy_dtype_promotion='strict'``), biases and per-row values broadcast
+explicitly (``jax_numpy_rank_promotion='raise'``).
+
+>>> import jax, jax.numpy as jnp
+>>> from vcrnn_jax import utils
+>>> kernel = utils.stacked_init(utils.default_recurrent_kernel_init,
+...                             jax.random.key(0), 4, 4, 3, jnp.bfloat16)
+>>> kernel.shape, kernel.dtype        # three orthogonal [4, 4] gate blocks
+((4, 12), dtype(bfloat16))
+>>> utils.add_bias(jnp.zeros((2, 3)), jnp.arange(3.0)).tolist()
+[[0.0, 1.0, 2.0], [0.0, 1.0, 2.0]]
+
+Every factory of the library defaults to flax.linen's initialisers
+(``nn.Dense``, ``nn.LSTMCell``, ``nn.GRUCell``): ``default_kernel_init``
+(LeCun normal) for input kernels, ``default_recurrent_kernel_init``
+(orthogonal) for recurrent kernels, ``default_bias_init`` (zeros) for biases.
+
+The argument checks (``check_positive_int``, ``check_dtype``, ...) are
+:mod:`vcrnn_jax.core`'s, beside the protocol. This module is below it: it
+imports nothing else of the package, and ``core`` uses its :func:`cast` and
+:func:`broadcast_rows`.
+"""
 
 from collections.abc import Callable
 import inspect
@@ -8,14 +36,29 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from vcrnn_jax.core import check_positive_int
+__all__ = [
+    'add_bias',
+    'at_least_float32',
+    'broadcast_rows',
+    'carry_dtype',
+    'cast',
+    'defaults',
+    'initialize',
+    'keyword_options',
+    'promote',
+    'stacked_init',
+    'wider',
+    'widen',
+]
 
+# A jax.nn.initializers function: (key, shape, dtype) -> array.
 Initializer = Any
 
-# flax.linen's defaults (``nn.Dense``, ``nn.LSTMCell``, ``nn.GRUCell``): LeCun
-# normal input kernels, orthogonal recurrent kernels, zero biases.
+# flax.linen's defaults: LeCun normal input kernels, orthogonal recurrent
+# kernels, zero biases. Not in __all__: they are jax's functions (the
+# module docstring names them).
 default_kernel_init = jax.nn.initializers.lecun_normal()
-default_recurrent_init = jax.nn.initializers.orthogonal()
+default_recurrent_kernel_init = jax.nn.initializers.orthogonal()
 default_bias_init = jax.nn.initializers.zeros
 
 
@@ -23,8 +66,11 @@ def defaults(factory: Callable[..., Any]) -> types.SimpleNamespace:
   """The defaults of ``factory``'s arguments, as attributes of their names.
 
   A factory's signature is the one place its settings are declared; the Flax
-  modules read their defaults from it (``_LSTM.forget_bias``) rather than
-  restating them.
+  modules read their defaults from it rather than restating them.
+
+  >>> from vcrnn_jax import cells, utils
+  >>> utils.defaults(cells.lstm).forget_bias
+  0.0
   """
   return types.SimpleNamespace(**{
       name: p.default
@@ -36,27 +82,6 @@ def keyword_options(factory: Callable[..., Any]) -> tuple[str, ...]:
   """The names of ``factory``'s keyword-only arguments, its options."""
   return tuple(name for name, p in inspect.signature(factory).parameters.items()
                if p.kind is inspect.Parameter.KEYWORD_ONLY)
-
-
-def check_function(name: str, value: Any) -> Callable:
-  if not callable(value):
-    raise ValueError(f'{name} must be a function, got {value!r}.')
-  return value
-
-
-def check_dtype(name: str, value: Any, optional: bool = False) -> Any:
-  """``value`` as a floating dtype (or None where ``optional``)."""
-  if value is None and optional:
-    return None
-  try:
-    # jnp.dtype(None) is NumPy's default float, not a refusal.
-    dtype = None if value is None else jnp.dtype(value)
-  except TypeError:
-    dtype = None
-  if dtype is None or not jnp.issubdtype(dtype, jnp.floating):
-    allowed = 'a floating dtype or None' if optional else 'a floating dtype'
-    raise ValueError(f'{name} must be {allowed}, got {value!r}.')
-  return dtype
 
 
 def wider(*dtypes: Any) -> jnp.dtype:
@@ -82,6 +107,12 @@ def carry_dtype(param_dtype: Any, dtype: Any) -> jnp.dtype:
 
 
 def cast(a: jax.Array, dtype: Any) -> jax.Array:
+  """``a`` in ``dtype``: ``a`` itself when it already is, else ``astype``.
+
+  The one spelling of a float-to-float conversion whose source may already
+  be the target (``.astype`` alone changes a kind: a mask or a count to a
+  float).
+  """
   return a if a.dtype == dtype else a.astype(dtype)
 
 
@@ -111,12 +142,15 @@ def promote(arrays: tuple, dtype: Any, weight_dtype: Any,
   return tuple(promote_dtype(tuple(arrays), dtype=dtype))
 
 
-def check_input_size(input_size: Any) -> int:
-  return check_positive_int('input_size', input_size)
+def at_least_float32(dtype: Any) -> jnp.dtype:
+  """``dtype`` promoted to at least float32 (16-bit floats and ints: float32).
 
-
-def check_batch_size(batch_size: Any) -> int:
-  return check_positive_int('batch_size', batch_size)
+  It is ``jnp.promote_types(dtype, jnp.float32)`` on the standard lattice,
+  asked for explicitly: under ``jax_numpy_dtype_promotion='strict'``,
+  ``promote_types`` has no path between two float types at all.
+  """
+  with jax.numpy_dtype_promotion('standard'):
+    return jnp.promote_types(dtype, jnp.float32)
 
 
 def initialize(init: Initializer, key: jax.Array, shape: tuple,
@@ -137,33 +171,17 @@ def stacked_init(init: Initializer, key: jax.Array, rows: int,
                  hidden_size: int, num_blocks: int, dtype: Any) -> jax.Array:
   """``num_blocks`` independently initialised ``[rows, H]`` blocks side by side.
 
-  A fused kernel ``[rows, k*H]`` holds one ``[rows, H]`` kernel per gate.
-  Initialising the fused matrix as one would change what the initialiser
-  means (an orthogonal ``[H, k*H]`` couples the gates; a fan-average scale
-  such as Glorot's counts ``k*H`` outputs), so each gate's block is drawn on
-  its own, exactly as ``flax.linen``'s one-``Dense``-per-gate cells do.
+  A fused kernel ``[rows, k*H]`` holds one ``[rows, H]`` kernel per gate
+  (a recurrent one: ``rows=H``). Initialising the fused matrix as one would
+  change what the initialiser means (an orthogonal ``[H, k*H]`` couples the
+  gates; a fan-average scale such as Glorot's counts ``k*H`` outputs), so
+  each gate's block is drawn on its own, exactly as ``flax.linen``'s
+  one-``Dense``-per-gate cells do.
   """
   keys = jax.random.split(key, num_blocks)
   return jnp.concatenate(
       [initialize(init, k, (rows, hidden_size), dtype) for k in keys],
       axis=-1)
-
-
-def stacked_recurrent_init(init: Initializer, key: jax.Array, hidden_size: int,
-                           num_blocks: int, dtype: Any) -> jax.Array:
-  """``num_blocks`` independently initialised ``[H, H]`` blocks side by side."""
-  return stacked_init(init, key, hidden_size, hidden_size, num_blocks, dtype)
-
-
-def at_least_float32(dtype: Any) -> jnp.dtype:
-  """``dtype`` promoted to at least float32 (16-bit floats and ints: float32).
-
-  It is ``jnp.promote_types(dtype, jnp.float32)`` on the standard lattice,
-  asked for explicitly: under ``jax_numpy_dtype_promotion='strict'``,
-  ``promote_types`` has no path between two float types at all.
-  """
-  with jax.numpy_dtype_promotion('standard'):
-    return jnp.promote_types(dtype, jnp.float32)
 
 
 def add_bias(y: jax.Array, b: jax.Array) -> jax.Array:
@@ -174,3 +192,19 @@ def add_bias(y: jax.Array, b: jax.Array) -> jax.Array:
   the result is the one implicit broadcasting gives.
   """
   return y + jnp.reshape(b, (1,) * (y.ndim - b.ndim) + b.shape)
+
+
+def broadcast_rows(v: jax.Array, like: jax.Array) -> jax.Array:
+  """``v`` ``[batch]`` with trailing unit axes, to broadcast against ``like``.
+
+  A per-row value (a mask, a halting weight, a gate) meeting a per-row leaf
+  ``[batch, ...]`` of any rank: ``v``'s axes are ``like``'s leading ones, and
+  the missing ones are added explicitly, so the product is also valid under
+  ``jax_numpy_rank_promotion='raise'``.
+
+  >>> import jax.numpy as jnp
+  >>> from vcrnn_jax import utils
+  >>> utils.broadcast_rows(jnp.ones(4), jnp.ones((4, 2, 3))).shape
+  (4, 1, 1)
+  """
+  return jnp.reshape(v, v.shape + (1,) * (like.ndim - v.ndim))
