@@ -412,6 +412,7 @@ def _extrapolation_claims(groups) -> list[Claim]:
                    src['pondernet_steps']),
       _chosen_claim(groups),
       *_one_factor_claims(groups, 'extrap16'),
+      *_lambda_claims(groups, 'extrap16'),
   ]
 
 
