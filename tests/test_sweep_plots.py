@@ -441,3 +441,17 @@ def test_depth_along_sequence_with_many_labels_and_equal_layers(tmp_path):
       {'depth_0': depth, 'depth_1': depth}, tmp_path / 'd.png', title='t',
       labels=words)
   assert path.stat().st_size > 0
+
+
+def test_wide_figures_raise_their_legends_and_labels_to_read_at_column_width():
+  from vcrnn_jax.analysis import plots  # pylint: disable=g-import-not-at-top
+  fig = plots.new_figure((14.0, 4.0))     # shown at half size in the docs
+  ax = fig.subplots()
+  ax.plot([0, 1], [0, 1], label='a')
+  ax.legend(fontsize=6)
+  ax.set_xlabel('step', fontsize=20)
+  ax.set_xticks([0, 1], ['0', '1'], fontsize=5)
+  plots.legible(fig)
+  assert ax.get_legend().get_texts()[0].get_fontsize() == 16.0
+  assert ax.xaxis.label.get_fontsize() == 20       # already large enough
+  assert ax.get_xticklabels()[0].get_fontsize() == 5   # ticks left alone

@@ -32,6 +32,7 @@ from vcrnn_jax.core import check_positive_int
 __all__ = [
     'matplotlib_api',
     'new_figure',
+    'legible',
     'save',
     'byte_labels',
     'symbol_labels',
@@ -72,9 +73,32 @@ def new_figure(figsize):
   return fig
 
 
+# The docs show a figure at their column width, about 7 inches: a wider
+# figure is scaled down, and its text with it. Legends, titles and axis
+# labels are raised to read as at least 8 points there (tick labels are
+# left alone: some figures have one per character and would overlap).
+_COLUMN_INCHES = 7.0
+_MIN_POINTS = 8.0
+
+
+def legible(fig) -> None:
+  """Raises ``fig``'s legend, title and axis-label text to a size that
+  reads as at least 8 points at the docs' column width."""
+  floor = _MIN_POINTS * max(1.0, fig.get_figwidth() / _COLUMN_INCHES)
+  texts = [t for legend in fig.legends for t in legend.get_texts()]
+  for ax in fig.axes:
+    texts += [ax.title, ax.xaxis.label, ax.yaxis.label]
+    if ax.get_legend() is not None:
+      texts += ax.get_legend().get_texts()
+  for text in texts:
+    if text.get_text() and text.get_fontsize() < floor:
+      text.set_fontsize(floor)
+
+
 def save(fig, path) -> pathlib.Path:
   path = pathlib.Path(path)
   path.parent.mkdir(parents=True, exist_ok=True)
+  legible(fig)
   fig.savefig(path, dpi=120)
   return path
 

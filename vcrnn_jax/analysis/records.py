@@ -741,6 +741,8 @@ def save_svg(fig, path) -> pathlib.Path:
   """Writes ``fig`` as SVG under :func:`stable_svg`."""
   path = pathlib.Path(path)
   path.parent.mkdir(parents=True, exist_ok=True)
+  from vcrnn_jax.analysis import plots  # pylint: disable=g-import-not-at-top
+  plots.legible(fig)
   with stable_svg():
     fig.savefig(path, format='svg', metadata={'Date': None})
   return path
