@@ -26,6 +26,7 @@ import tempfile
 import time
 
 from absl import flags
+import jax
 
 from experiments import _common
 from vcrnn_jax.analysis import manifest, records, verify
@@ -51,6 +52,9 @@ def _check(group: str, runs, tmp: pathlib.Path) -> dict:
   entry = {'record': record['path'], 'record_commit': record['commit'][:7],
            'seed': record.get('seed'),
            'fingerprint': bool(record.get('fingerprint'))}
+  elsewhere = verify.other_device(record, jax.default_backend())
+  if elsewhere:
+    return {**entry, **verify.status(record, None), 'reason': elsewhere}
   try:
     command = verify.prefix_command(record, workdir,
                                     data_dir=FLAGS.data_dir)

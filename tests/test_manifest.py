@@ -152,3 +152,13 @@ def test_source_tree_sees_a_change_anywhere_in_the_tree(tmp_path):
   assert len(commit) == 40 and dirty is False
   (tmp_path / 'README.md').write_text('b\n')    # outside experiments/
   assert manifest.source_tree(tmp_path) == (commit, True)
+
+
+def test_a_run_trained_on_another_device_kind_is_unverifiable_here():
+  from vcrnn_jax.analysis import verify
+  gpu = {'device': {'platform': 'gpu', 'kind': 'NVIDIA H200', 'count': 1}}
+  assert verify.other_device({'starts': [gpu]}, 'gpu') is None
+  assert verify.other_device({'starts': [gpu]}, 'cpu') == (
+      'recorded on NVIDIA H200 (gpu); this machine runs cpu')
+  assert verify.other_device({'starts': [{'device': None}]}, 'cpu') is None
+  assert verify.other_device({}, 'cpu') is None

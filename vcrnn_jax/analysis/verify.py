@@ -36,6 +36,7 @@ __all__ = [
     'STATUSES',
     'FILE',
     'first_evaluation',
+    'other_device',
     'prefix_command',
     'status',
     'representative',
@@ -78,6 +79,22 @@ def first_evaluation(record: Mapping[str, Any]) -> dict | None:
 
 def _flag_name(word: str) -> str:
   return word.split('=', 1)[0]
+
+
+def other_device(record: Mapping[str, Any], platform: str) -> str | None:
+  """Why ``record`` cannot be checked on a ``platform`` (``'cpu'``,
+  ``'gpu'``, ``'tpu'``) machine, or None when it can.
+
+  A run trained on a GPU rounds otherwise from its first step: re-running
+  it on a CPU would call it stale whatever the code does, so it is
+  *unverifiable* here instead.
+  """
+  for start in record.get('starts') or ():
+    device = start.get('device') or {}
+    if device.get('platform') not in (None, platform):
+      return (f'recorded on {device.get("kind", device["platform"])} '
+              f'({device["platform"]}); this machine runs {platform}')
+  return None
 
 
 def prefix_command(record: Mapping[str, Any], workdir, *,
