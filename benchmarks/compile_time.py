@@ -220,7 +220,7 @@ def _measure(experiment, config) -> dict:
   # needs no values, and initialising big models op by op takes seconds.
   tx = train.make_optimizer(config)
   # pylint: disable-next=protected-access
-  state = jax.eval_shape(lambda: train._initial_state(experiment, config)[1])
+  state = jax.eval_shape(lambda: train.initial_state(experiment, config)[1])
   _, data_key, loss_key = train.run_keys(config.seed)
   batch = experiment.sample(np.asarray(data_key), np.int32(0))
   key = jax.random.fold_in(loss_key, 0)

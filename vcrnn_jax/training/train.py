@@ -60,6 +60,7 @@ __all__ = [
     'scale_by_key',
     'prepare_workdir',
     'run_keys',
+    'initial_state',
     'restore_latest_params',
     'train_step',
     'evaluate',
@@ -413,8 +414,11 @@ def run_keys(seed: int) -> tuple[jax.Array, jax.Array, jax.Array]:
   return init_key, data_key, loss_key
 
 
-def _initial_state(experiment: Experiment, config: TrainConfig):
-  """The optimizer and the step-0 :class:`TrainState` of ``config``."""
+def initial_state(experiment: Experiment, config: TrainConfig
+                  ) -> tuple[optax.GradientTransformation, TrainState]:
+  """``(tx, state)``: the optimizer and the step-0 :class:`TrainState` of
+  ``config`` (the run's seed gives the init and data keys), as
+  :func:`train_and_evaluate` starts; what :func:`train_step` takes."""
   init_key, data_key, _ = run_keys(config.seed)
   tx = make_optimizer(config)
   params = experiment.init(init_key)
@@ -442,7 +446,7 @@ def restore_latest_params(experiment: Experiment, config: TrainConfig,
   Raises:
     ValueError: ``workdir`` holds no checkpoint.
   """
-  _, target = _initial_state(experiment, config)
+  _, target = initial_state(experiment, config)
   directory = pathlib.Path(workdir) / 'checkpoints'
   checkpointer = Checkpointer(directory)
   try:
@@ -473,6 +477,7 @@ def train_step(experiment: Experiment, tx: optax.GradientTransformation,
   Pure, so a test or a benchmark can call it (jitted with ``experiment`` and
   ``tx`` static) and get what :func:`train_and_evaluate` computes:
 
+    tx, state = initial_state(experiment, config)
     step = jax.jit(train_step, static_argnums=(0, 1))
     state, metrics = step(experiment, tx, state, batch, key)
 
@@ -780,7 +785,7 @@ def train_and_evaluate(experiment: Experiment, config: TrainConfig,
   workdir = prepare_workdir(workdir)
   shardings = _shardings(config, experiment.init_carry is not None)
   _, _, loss_key = run_keys(config.seed)
-  tx, state = _initial_state(experiment, config)
+  tx, state = initial_state(experiment, config)
   # Every process saves and restores with Orbax, in one shared folder.
   processes.check_shared_folder(workdir)
   checkpointer = Checkpointer(workdir / 'checkpoints',
