@@ -196,15 +196,21 @@ def _paired_claim(groups, a: str, b: str, get, claim: str, source: str, *,
 
 
 def _cap_note(groups, names: Sequence[str]) -> str:
-  """The evaluation step caps of ``names``, from their records."""
-  caps = []
+  """The evaluation step caps of ``names``, from their records: one cap
+  when they share it, each one when they differ."""
+  caps = {}
   for name in names:
     rows = parity_rows(runs_from_records(
         {f'{PAPER}/{name}': _records(groups, name)}))
-    caps.append(f'{name} may take up to '
-                + ', '.join(sorted({str(r['eval_cap']) for r in rows}))
-                + ' steps at evaluation')
-  return ('the caps differ: ' + '; '.join(caps)) if caps else ''
+    caps[name] = ', '.join(sorted({str(r['eval_cap']) for r in rows}))
+  if not caps:
+    return ''
+  if len(set(caps.values())) == 1:
+    return (f'the same cap: each may take up to {next(iter(caps.values()))} '
+            'steps at evaluation')
+  return 'the caps differ: ' + '; '.join(
+      f'{name} may take up to {cap} steps at evaluation'
+      for name, cap in caps.items())
 
 
 def _accuracy(record):
