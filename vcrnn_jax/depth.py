@@ -175,8 +175,8 @@ class ExampleDepthOutput(NamedTuple):
       None without a readout
     probs: [batch, M] p_n, zeros after the last step taken
     steps: [batch] int32 N, the block applications (0: no real position)
-    ponder: [batch] ACT: N + R (Eq. 10); PonderNet: the expected number of
-      steps sum_n n p_n
+    ponder: [batch] N + R (Eq. 10) with ACT's rule, the expected number of
+      steps sum_n n p_n with PonderNet's
     depth: int32 scalar, the steps the loop took (the batch's largest N)
   """
   output: Any
