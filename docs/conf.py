@@ -63,6 +63,14 @@ nb_execution_cache_path = str(ROOT / 'docs' / '_build' / '.jupyter_cache')
 nb_execution_raise_on_error = True
 nb_execution_timeout = 300
 nb_merge_streams = True
+# The notebooks' kernels run in a private IPython profile that logs errors
+# only: ipykernel's warning that a local kernel talks over TCP is printed
+# for every page otherwise, under -q too.
+_IPYTHON = ROOT / 'docs' / '_build' / 'ipython'
+(_IPYTHON / 'profile_default').mkdir(parents=True, exist_ok=True)
+(_IPYTHON / 'profile_default' / 'ipython_kernel_config.py').write_text(
+    "c.IPKernelApp.log_level = 'ERROR'\n")
+os.environ['IPYTHONDIR'] = str(_IPYTHON)
 
 # -- autodoc and napoleon (Google style) --------------------------------------
 autodoc_default_options = {
