@@ -17,6 +17,7 @@ The site works without internet: MathJax comes from the
 """
 
 import inspect
+import logging
 import os
 import pathlib
 import posixpath
@@ -71,6 +72,8 @@ _IPYTHON = ROOT / 'docs' / '_build' / 'ipython'
 (_IPYTHON / 'profile_default' / 'ipython_kernel_config.py').write_text(
     "c.IPKernelApp.log_level = 'ERROR'\n")
 os.environ['IPYTHONDIR'] = str(_IPYTHON)
+# nbclient logs "Executing notebook with kernel" at INFO for every page.
+logging.getLogger('traitlets').setLevel(logging.WARNING)
 
 # -- autodoc and napoleon (Google style) --------------------------------------
 autodoc_default_options = {
