@@ -47,8 +47,8 @@ import jax
 from benchmarks import _cli, _record, _repeat
 from vcrnn_jax.analysis import bench_records
 
-SUITE = ('act_loop', 'rehn_depth', 'vc_inference', 'skip_inference',
-         'compile_time', 'flax_rnn')
+SUITE = ('act_loop', 'rehn_depth', 'depth_cost', 'vc_inference',
+         'skip_inference', 'compile_time', 'flax_rnn')
 AFFINITY = {'both': ('unpinned', 'pinned'), 'unpinned': ('unpinned',),
             'pinned': ('pinned',)}
 

@@ -19,7 +19,8 @@
 #   bash benchmarks/gpu_evidence.sh OUT [SECONDS] [quick]
 #
 # SECONDS (default 540) is the whole command's budget: part 3 takes what
-# parts 1 and 2 leave. `quick` runs tiny settings on stand-in sizes, the
+# parts 1 and 2 leave. PARTS (default "suite throughput addition") names
+# the parts to run, BENCHES (default every benchmark below) the suite's. `quick` runs tiny settings on stand-in sizes, the
 # smoke test on a CPU (a minute or two). Corpora are read from $DATA
 # (default .gpu/data, a folder holding ptb/ in Mikolov's layout); wheels in
 # .whl/ are installed first (packages the GPU machine lacks); a git bundle
@@ -34,6 +35,9 @@ MODE=${3:-full}
 DATA=${DATA:-.gpu/data}
 WORK=${WORK:-/tmp/gpu_evidence}
 T0=$SECONDS
+PARTS=${PARTS:-suite throughput addition}
+BENCHES=${BENCHES:-flax_rnn vc_inference skip_inference act_loop rehn_depth depth_cost}
+want() { [[ " $PARTS " == *" $1 "* ]]; }
 export PYTHONUNBUFFERED=1
 mkdir -p "$WORK/records" "$WORK/logs" "$WORK/runs"
 LOG=$OUT/log.txt
@@ -75,7 +79,9 @@ fi
 # The device's copy of the tree may hold no .git, or the .git of an earlier
 # commit beside today's files: HEAD is made the bundle's commit (the files
 # stay as they came), so a tree sent clean reads clean.
-if [ -f .gpu/repo.bundle ]; then
+# Not in the quick smoke test: on a CPU it runs in the developer's own
+# checkout, whose HEAD a stale bundle would move.
+if [[ $MODE != quick && -f .gpu/repo.bundle ]]; then
   { git rev-parse --git-dir > /dev/null 2>&1 || git init -q .; } \
     && git config core.fileMode false \
     && git fetch -q .gpu/repo.bundle HEAD && git reset -q FETCH_HEAD \
@@ -98,10 +104,12 @@ fi
 declare -A FLAGS=(
   [flax_rnn]='--sizes=256x64x100,1024x64x100 --dtypes=float32,bfloat16'
   [vc_inference]='' [skip_inference]=''
-  [act_loop]='--repeats=10' [rehn_depth]='--repeats=10')
+  [act_loop]='--repeats=10' [rehn_depth]='--repeats=10'
+  [depth_cost]='--batch=64 --time=256 --features=512 --heads=8 --repeats=20')
 declare -A CAP=([flax_rnn]=60 [vc_inference]=50 [skip_inference]=50
-                [act_loop]=90 [rehn_depth]=50)
-for name in flax_rnn vc_inference skip_inference act_loop rehn_depth; do
+                [act_loop]=90 [rehn_depth]=50 [depth_cost]=300)
+want suite || BENCHES=''
+for name in $BENCHES; do
   args=(--only=$name --repeats=1 --affinity=unpinned --machine="$MACHINE"
         --record_dir="$WORK/records" --out="$WORK/suite_$name")
   if [[ $MODE == quick ]]; then
@@ -128,6 +136,7 @@ fi
 common() {  # the flags every throughput and paper-size run takes
   echo --workdir="$WORK/runs/$1" --checkpoint_every=1000000
 }
+if want throughput; then
 part throughput_act_sort 35 python3 -m experiments.act_sort --tau=0.001 \
   --steps=$STEPS --eval_every=$E "${SIZE_ACT[@]}" $(common act_sort)
 part throughput_vc_ptb 40 python3 -m experiments.vc_ptb --data_dir="$DATA" \
@@ -135,11 +144,13 @@ part throughput_vc_ptb 40 python3 -m experiments.vc_ptb --data_dir="$DATA" \
 part throughput_rehn_ptb 45 python3 -m experiments.rehn_ptb \
   --data_dir="$DATA" --steps=$STEPS --eval_every=$E "${SIZE_REHN[@]}" \
   $(common rehn_ptb)
+fi
 
 # --- 3. ACT addition at the paper's size, for the time left -----------------
 # A first segment of FIRST steps measures the rate; the run then resumes to
 # as many steps as the time left allows (at 70% of that rate: evaluations,
 # the resumed process's compilation), in whole evaluation intervals.
+if want addition; then
 if [[ $MODE == quick ]]; then FIRST=4 EVAL=2 MOST=8; else FIRST=100 EVAL=500 MOST=1000000; fi
 ADD=(python3 -m experiments.act_addition --tau=0.001 "${SIZE_ACT[@]}"
      --workdir="$WORK/runs/act_addition")
@@ -159,6 +170,7 @@ print(min($MOST, first + max(0, int(0.7 * rate * left) // every) * every))")
 say "act_addition: $RATE steps/s after $FIRST steps; resuming to $TOTAL"
 if (( TOTAL > FIRST )); then
   part act_addition "$(left)" "${ADD[@]}" --steps=$TOTAL --eval_every=$EVAL
+fi
 fi
 nvidia-smi >> "$WORK/logs/nvidia-smi.txt" 2>&1
 cp "$LOG" "$WORK/logs/driver.txt"

@@ -55,6 +55,16 @@ def _check_rehn_depth(rows):
   assert _positive(rows[0], ('while/oracle', 'while/srhn'))
 
 
+def _check_depth_cost(rows):
+  # One M at --quick, per example, every example at the forced depth 3;
+  # then the tail case at M = 4 (depths capped there), not compacted.
+  assert [(r['mode'], r['case'], r['M'], r['depth']) for r in rows] == [
+      ('per_example', 'uniform', 4, 3.0), ('per_example', 'tail', 4, 4.0)]
+  assert rows[1]['compact_rows'] is None
+  assert all(_positive(r, ('while/oracle', 'scan/oracle', 'anchor/oracle'))
+             for r in rows)
+
+
 def _check_vc_inference(rows):
   # The spread rows need fewer dimensions than the full width.
   spread = [r for r in rows if r['rows'] == 'spread']
@@ -93,6 +103,7 @@ def _check_flax_rnn(rows):
 
 
 CHECKS = {'act_loop': _check_act_loop, 'rehn_depth': _check_rehn_depth,
+          'depth_cost': _check_depth_cost,
           'vc_inference': _check_vc_inference,
           'skip_inference': _check_skip_inference,
           'compile_time': _check_compile_time, 'flax_rnn': _check_flax_rnn}
