@@ -105,9 +105,9 @@ declare -A FLAGS=(
   [flax_rnn]='--sizes=256x64x100,1024x64x100 --dtypes=float32,bfloat16'
   [vc_inference]='' [skip_inference]=''
   [act_loop]='--repeats=10' [rehn_depth]='--repeats=10'
-  [depth_cost]='--batch=64 --time=256 --features=512 --heads=8 --repeats=20')
+  [depth_cost]='--batch=64 --time=256 --features=512 --heads=8 --repeats=10')
 declare -A CAP=([flax_rnn]=60 [vc_inference]=50 [skip_inference]=50
-                [act_loop]=90 [rehn_depth]=50 [depth_cost]=300)
+                [act_loop]=90 [rehn_depth]=50 [depth_cost]=480)
 want suite || BENCHES=''
 for name in $BENCHES; do
   args=(--only=$name --repeats=1 --affinity=unpinned --machine="$MACHINE"
