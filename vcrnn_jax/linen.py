@@ -48,9 +48,15 @@ the pure cell; ``flax.linen.RNN`` calls it without one, so it cannot tell an
 adaptive cell which steps are padding. :class:`RNN` does: it runs any of these
 modules over time with ``seq_lengths`` honoured as :func:`vcrnn_jax.unroll`
 honours ``lengths``.
+
+Beside the cells, :class:`PerTokenDepth` and :class:`PerExampleDepth` run
+:mod:`vcrnn_jax.depth`'s adaptive depth around any Linen Transformer
+block; their params are the pure params tree, ``{'block', 'halting'}``.
 """
 
 from collections.abc import Callable, Sequence
+import functools
+import inspect
 import math
 from typing import Any
 
@@ -59,12 +65,24 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from vcrnn_jax import act, cells, loops, ponder, rehn, repeat, skip, utils, vc
+from vcrnn_jax import (
+  act,
+  cells,
+  depth,
+  loops,
+  ponder,
+  rehn,
+  repeat,
+  skip,
+  utils,
+  vc,
+)
 from vcrnn_jax.core import Cell, Context, as_context, select_rows
 
 __all__ = ['ACT', 'CellModule', 'EIREHN', 'Elman', 'GRU', 'LSTM',
-           'PonderNet', 'RHN', 'RNN', 'Repeat', 'SREHN', 'SRHN', 'Skip',
-           'Stack', 'VCGRU', 'VCRNN', 'elman_params_from_flax',
+           'PerExampleDepth', 'PerTokenDepth', 'PonderNet', 'RHN', 'RNN',
+           'Repeat', 'SREHN', 'SRHN', 'Skip', 'Stack', 'VCGRU', 'VCRNN',
+           'call_with_context', 'elman_params_from_flax',
            'elman_params_to_flax', 'factory_options', 'flatten_batch',
            'lstm_params_from_flax', 'lstm_params_to_flax',
            'lstm_state_from_flax', 'lstm_state_to_flax', 'restore_batch',
@@ -84,6 +102,8 @@ _STACK = utils.defaults(cells.stack)
 _ACT = utils.defaults(act.adaptive)
 _PONDERNET = utils.defaults(ponder.pondernet)
 _SKIP = utils.defaults(skip.skip)
+_PER_TOKEN = utils.defaults(depth.per_token)
+_PER_EXAMPLE = utils.defaults(depth.per_example)
 
 
 def flatten_batch(tree: Any, batch_ndim: int, size: int) -> Any:
@@ -886,6 +906,329 @@ class RNN(nn.Module):
               batch_shape + (time,) + a.shape[2:]), ys)
     carry = restore_batch(carry, batch_shape)
     return (carry, ys) if return_carry else ys
+
+
+# ----------------------------------------------------------------------------
+# Adaptive depth around a Transformer block (vcrnn_jax.depth).
+
+
+def call_with_context(fn: Callable[..., Any], h: Any,
+                      context: depth.BlockContext) -> Any:
+  """``fn(h, context=context)`` if ``fn`` has a parameter ``context``, else
+  ``fn(h)``.
+
+  How :class:`PerTokenDepth`, :class:`PerExampleDepth` and their
+  :mod:`vcrnn_jax.nnx` counterparts call a block's ``__call__`` and a
+  readout. A block that mixes positions names a ``context`` parameter and
+  is given the :class:`vcrnn_jax.depth.BlockContext` of the depth step
+  (padding ``mask``, ``step``, ``key``, ``extra``); one that takes ``h``
+  alone is called with ``h`` alone. The rule goes by the name, not the
+  position, so a layer whose second argument means something else (the
+  ``inputs_k`` of ``flax.linen.MultiHeadDotProductAttention``) is never
+  handed the context by accident.
+
+  Args:
+    fn: a bound method (or any function) taking ``h`` first.
+    h: ``[batch, time, features]``.
+    context: the depth step's :class:`~vcrnn_jax.depth.BlockContext`.
+
+  Returns:
+    What ``fn`` returns.
+  """
+  if 'context' in inspect.signature(fn).parameters:
+    return fn(h, context=context)
+  return fn(h)
+
+
+def _bound(module: Any, method: str | Callable[..., Any]) -> Callable:
+  """``module``'s method ``method`` (a name), or ``method`` bound to
+  ``module`` (a function ``(module, h, ...)``, as Linen's ``method=``)."""
+  if isinstance(method, str):
+    return getattr(module, method)
+  return functools.partial(method, module)
+
+
+def _first_context(owner: str, h: jax.Array, mask: Any, extra: Any,
+                  key: jax.Array | None) -> depth.BlockContext:
+  """The :class:`~vcrnn_jax.depth.BlockContext` of depth step 0.
+
+  What :class:`PerTokenDepth` and :class:`PerExampleDepth` initialise
+  their block with (the pure ``apply`` checks its arguments only after
+  the block exists, so the shapes are checked here, in one line each).
+
+  Args:
+    owner: the module the errors name.
+    h: ``[batch, time, features]``.
+    mask: ``[batch, time]`` bool, or None (no padding).
+    extra: the ``extra`` of the call.
+    key: the call's key for the block, or None; step 0 gets
+      ``fold_in(key, 0)``, as in the loop.
+
+  Returns:
+    The context.
+  """
+  if h.ndim != 3:
+    raise ValueError(f'{owner}: h must be [batch, time, features], got '
+                     f'shape {tuple(h.shape)}.')
+  if mask is None:
+    mask = jnp.ones(h.shape[:2], bool)
+  elif tuple(jnp.shape(mask)) != h.shape[:2]:
+    raise ValueError(f'{owner}: mask must be [batch, time] = {h.shape[:2]}, '
+                     f'got shape {tuple(jnp.shape(mask))}.')
+  key = None if key is None else jax.random.fold_in(key, 0)
+  return depth.BlockContext(mask=jnp.asarray(mask, bool),
+                            step=jnp.zeros((), jnp.int32), key=key,
+                            extra=extra)
+
+
+class _Depth(nn.Module):
+  """Adaptive depth around the Linen module ``block``.
+
+  The block is held as a :class:`_Reference`, not as a child: it is only
+  ever applied functionally inside the pure loop (a child would be called
+  bound, which Linen refuses inside a ``jax`` transformation, and its name
+  would clash with the param ``'block'``).
+  """
+  block: nn.Module
+
+  def __post_init__(self):
+    owner = type(self).__name__
+    if not isinstance(self.block, _Reference):
+      if not isinstance(self.block, nn.Module):
+        raise ValueError(f'{owner}: block must be a flax.linen Module, got '
+                         f'{type(self.block).__name__}.')
+      object.__setattr__(self, 'block', _Reference(self.block))
+    super().__post_init__()
+    kind = type(self.block.module).__name__
+    for method in self._methods():
+      if isinstance(method, str) and not callable(
+          getattr(self.block.module, method, None)):
+        raise ValueError(f'{owner}: the block {kind} has no method '
+                         f'{method!r}.')
+    self.make_depth()   # the settings' one-line errors, at construction
+
+  @nn.nowrap
+  def _methods(self) -> tuple:
+    """The block's methods the loop calls: ``__call__`` (and a readout)."""
+    return ('__call__',)
+
+  @nn.nowrap
+  def _make(self, block: Callable, readout: Callable | None) -> depth.Depth:
+    raise NotImplementedError
+
+  @nn.nowrap
+  def make_depth(self, deterministic: bool = False) -> depth.Depth:
+    """The pure :class:`vcrnn_jax.depth.Depth` this module computes.
+
+    Its ``apply(variables['params'], h, mask, key=..., extra=...)`` is the
+    module's ``apply`` with the same arguments; the block is applied with
+    ``block.apply({'params': ...}, h, context=..., rngs={'dropout':
+    context.key})`` (no ``rngs`` without a key).
+
+    Args:
+      deterministic: give the block no key (``context.key`` None), whatever
+        key ``apply`` gets (PonderNet's sampled exits still read it).
+    """
+    block = self.block.module
+
+    def pure(method):
+      def run(module, h, context):
+        return call_with_context(_bound(module, method), h, context)
+
+      def fn(params, h, context):
+        if deterministic:
+          context = context._replace(key=None)
+        rngs = None if context.key is None else {'dropout': context.key}
+        return block.apply({'params': params}, h, context, method=run,
+                           rngs=rngs)
+      return fn
+
+    methods = [pure(m) for m in self._methods()]
+    return self._make(methods[0], methods[1] if len(methods) > 1 else None)
+
+  @nn.nowrap
+  def _init_block(self, rng: jax.Array,
+                  context: depth.BlockContext, h: jax.Array) -> Any:
+    """The block's params, from ``block.init`` on step 0 of this call."""
+    methods = self._methods()
+
+    def run_all(module, h, context):
+      # A readout may own params the block's __call__ never touches.
+      for method in methods:
+        call_with_context(_bound(module, method), h, context)
+
+    rngs = {'params': rng}
+    if context.key is not None:
+      rngs['dropout'] = context.key
+    variables = self.block.init(rngs, h, context, method=run_all)
+    others = sorted(set(variables) - {'params'})
+    if others:
+      raise ValueError(
+          f'{type(self).__name__}: the block has variables {others} besides '
+          "its 'params'; only params are supported (no mutable state such "
+          'as batch statistics).')
+    return variables.get('params', {})
+
+  @nn.compact
+  def __call__(self, h: jax.Array, mask: jax.Array | None = None, *,
+               extra: Any = None, key: jax.Array | None = None,
+               deterministic: bool = True) -> tuple[jax.Array, Any]:
+    """Runs the block to each position's (or example's) depth.
+
+    Args:
+      h: ``[batch, time, features]``.
+      mask: ``[batch, time]`` bool, the real positions; None: no padding.
+      extra: a pytree of ``[batch, ...]`` leaves handed to the block in its
+        context (an encoder's output for cross-attention).
+      key: the key the block's per-step keys are folded from and PonderNet's
+        sampled exits drawn from; None: ``self.make_rng('dropout')`` unless
+        ``deterministic``.
+      deterministic: give the block no key (no dropout).
+
+    Returns:
+      ``(h, output)`` as the pure ``apply``.
+    """
+    h = jnp.asarray(h)
+    if key is None and not deterministic:
+      key = self.make_rng('dropout')
+    model = self.make_depth(deterministic)
+    first = lambda: _first_context(type(self).__name__, h, mask, extra,
+                                  None if deterministic else key)
+    block_params = self.param(
+        'block', lambda rng: self._init_block(rng, first(), h))
+    halting = self.param('halting', lambda rng: model.init(
+        rng, h.shape[-1], block_params)['halting'])
+    return model.apply({'block': block_params, 'halting': halting}, h, mask,
+                       key=key, extra=extra)
+
+
+class PerTokenDepth(_Depth):
+  """:func:`vcrnn_jax.depth.per_token` around a Linen block: Universal
+  Transformer halting, ACT per position.
+
+  ``block`` is any ``flax.linen.Module`` whose ``__call__`` maps ``h``
+  ``[batch, time, features]`` to the same shape and dtype; it is given the
+  depth step's :class:`vcrnn_jax.depth.BlockContext` as ``context=`` when
+  its ``__call__`` has a parameter of that name, and ``h`` alone otherwise
+  (:func:`call_with_context`): a block that attends should take it and mask
+  its keys with ``context.mask``. The other fields are ``per_token``'s.
+
+  **Call.** ``module.apply(variables, h, mask=None, *, extra=None,
+  key=None, deterministic=True)``, ``h`` ``[batch, time, features]``,
+  ``mask`` ``[batch, time]`` bool (None: no padding), ``extra`` a pytree
+  of ``[batch, ...]`` leaves for the block's context, returns ``(h,
+  output)`` as the pure ``apply`` (a
+  :class:`~vcrnn_jax.depth.TokenDepthOutput` here).
+
+  **Params.** ``variables['params']`` is the pure params tree, ``{'block':
+  the block's params, 'halting': {'kernel', 'bias'}}``, so the pure
+  function takes it as it is: ``module.make_depth().apply(
+  variables['params'], h, mask)`` is the module's result. The block is
+  applied functionally (``block.apply``) at every depth step inside the
+  pure loop; it is not a child of this module, and only its ``'params'``
+  are supported (no mutable collections such as ``batch_stats``).
+
+  **Dropout.** With ``deterministic=False`` the module draws one key per
+  call from its ``'dropout'`` rng stream (or takes ``key=``); the block's
+  step ``n`` gets ``fold_in(key, n)`` as ``context.key`` and as its own
+  ``'dropout'`` stream, so a ``flax.linen.Dropout`` inside it needs only
+  ``deterministic=context.key is None``. With ``deterministic=True`` (the
+  default) the block gets no key.
+
+  Example:
+
+    >>> import jax, jax.numpy as jnp
+    >>> import flax.linen as nn
+    >>> from vcrnn_jax import depth, linen
+    >>> class Block(nn.Module):
+    ...   @nn.compact
+    ...   def __call__(self, h, context):       # a depth.BlockContext
+    ...     mask = nn.make_attention_mask(context.mask, context.mask)
+    ...     return h + nn.MultiHeadDotProductAttention(num_heads=2)(
+    ...         h, mask=mask)
+    >>> ut = linen.PerTokenDepth(Block(), max_depth=4)
+    >>> h = jnp.ones((2, 3, 8))                   # [batch, time, features]
+    >>> mask = jnp.array([[True, True, True], [True, True, False]])
+    >>> variables = ut.init(jax.random.key(0), h, mask)
+    >>> out_h, out = ut.apply(variables, h, mask)
+    >>> sorted(variables['params']), out_h.shape, out.steps[1, 2].item()
+    (['block', 'halting'], (2, 3, 8), 0)
+    >>> loss = jnp.mean(out_h ** 2) + 0.01 * depth.mean_ponder(out)
+  """
+  max_depth: int
+  epsilon: float = _PER_TOKEN.epsilon
+  halting_bias: float = _PER_TOKEN.halting_bias
+  halting_reads: str = _PER_TOKEN.halting_reads
+  loop: loops.LoopConfig | str = _PER_TOKEN.loop
+  kernel_init: Initializer = _PER_TOKEN.kernel_init
+  param_dtype: Any = _PER_TOKEN.param_dtype
+
+  @nn.nowrap
+  def _make(self, block: Callable, readout: Callable | None) -> depth.Depth:
+    del readout
+    return depth.per_token(block,
+                           **factory_options(self, depth.per_token))
+
+
+class PerExampleDepth(_Depth):
+  """:func:`vcrnn_jax.depth.per_example` around a Linen block: PonderNet's
+  (or ACT's) halting per example.
+
+  ``block`` as in :class:`PerTokenDepth` (its params, dropout and context
+  likewise); the other fields are ``per_example``'s, except ``readout``:
+  the name of a method of the block (or a function ``(block, h, ...)``, as
+  Linen's ``method=``) that maps the state to each step's prediction ``y
+  [batch, ...]``, given ``context=`` by the same rule as the block. Its
+  params are the block's, so the block defines the layers both use in
+  ``setup`` (Linen allows one ``nn.compact`` method per module). None: no
+  readout.
+
+  The call is :class:`PerTokenDepth`'s; its output an
+  :class:`~vcrnn_jax.depth.ExampleDepthOutput`. ``inference='sample'``
+  draws the exits from ``key``: pass ``key=`` (it reaches the block only
+  when ``deterministic=False``).
+
+  Example:
+
+    >>> import jax, jax.numpy as jnp
+    >>> import flax.linen as nn
+    >>> from vcrnn_jax import depth, linen
+    >>> class Block(nn.Module):
+    ...   def setup(self):
+    ...     self.mix = nn.Dense(4)
+    ...     self.head = nn.Dense(2)
+    ...   def __call__(self, h):                # no context: no attention
+    ...     return h + jnp.tanh(self.mix(h))
+    ...   def readout(self, h, context):
+    ...     return self.head(depth.masked_mean(h, context.mask))
+    >>> exit_ = linen.PerExampleDepth(Block(), max_depth=3, readout='readout')
+    >>> h = jnp.ones((2, 5, 4))
+    >>> variables = exit_.init(jax.random.key(0), h)
+    >>> _, out = exit_.apply(variables, h)
+    >>> out.output.shape, out.outputs.shape, out.probs.shape
+    ((2, 2), (2, 3, 2), (2, 3))
+  """
+  max_depth: int
+  halting: str = _PER_EXAMPLE.halting
+  epsilon: float | None = _PER_EXAMPLE.epsilon
+  halting_bias: float | None = _PER_EXAMPLE.halting_bias
+  inference: str = _PER_EXAMPLE.inference
+  halting_reads: str = _PER_EXAMPLE.halting_reads
+  readout: str | Callable[..., Any] | None = None
+  loop: loops.LoopConfig | str = _PER_EXAMPLE.loop
+  kernel_init: Initializer = _PER_EXAMPLE.kernel_init
+  param_dtype: Any = _PER_EXAMPLE.param_dtype
+
+  @nn.nowrap
+  def _methods(self) -> tuple:
+    if self.readout is None:
+      return ('__call__',)
+    return ('__call__', self.readout)
+
+  @nn.nowrap
+  def _make(self, block: Callable, readout: Callable | None) -> depth.Depth:
+    options = factory_options(self, depth.per_example)
+    return depth.per_example(block, **{**options, 'readout': readout})
 
 
 def lstm_params_to_flax(params: Any) -> dict:

@@ -74,6 +74,11 @@ batch axes (none included); the LSTM carry is
 :class:`vcrnn_jax.cells.LSTMState` ``(c, h)`` (a plain ``(c, h)`` tuple, as
 ``flax.nnx.LSTMCell`` makes, is accepted).
 
+**Adaptive depth.** Beside the cells, :class:`PerTokenDepth` and
+:class:`PerExampleDepth` run :mod:`vcrnn_jax.depth` around any NNX
+Transformer block (held as ``block``, the halting unit as ``halting``:
+:func:`to_params` gives the pure params tree).
+
 **flax versions.** Written for flax 0.12 and kept working back to 0.10 (the
 package's floor): values are read with ``get_value()`` where it exists
 (``.value`` is deprecated in 0.12), modules are walked with
@@ -130,6 +135,7 @@ Example, an ACT-LSTM trained on 4-bit parity with ``nnx.Optimizer``
 """
 
 from collections.abc import Callable, Mapping, Sequence
+import functools
 import math
 from types import MappingProxyType
 from typing import Any
@@ -141,6 +147,7 @@ import jax.numpy as jnp
 from vcrnn_jax import (
   act,
   cells,
+  depth,
   linen,
   loops,
   ponder,
@@ -181,12 +188,15 @@ _STACK = utils.defaults(cells.stack)
 _ACT = utils.defaults(act.adaptive)
 _PONDERNET = utils.defaults(ponder.pondernet)
 _SKIP = utils.defaults(skip.skip)
+_PER_TOKEN = utils.defaults(depth.per_token)
+_PER_EXAMPLE = utils.defaults(depth.per_example)
 
 __all__ = ['ACT', 'CellModule', 'EIREHN', 'Elman', 'GRU', 'LSTM',
-           'PonderNet', 'RHN', 'RNN', 'Repeat', 'SREHN', 'SRHN', 'Skip',
-           'Stack', 'Step', 'VCGRU', 'VCRNN', 'elman_params_from_flax',
-           'elman_params_to_flax', 'from_params', 'lstm_params_from_flax',
-           'lstm_params_to_flax', 'set_step', 'to_params']
+           'PerExampleDepth', 'PerTokenDepth', 'PonderNet', 'RHN', 'RNN',
+           'Repeat', 'SREHN', 'SRHN', 'Skip', 'Stack', 'Step', 'VCGRU',
+           'VCRNN', 'elman_params_from_flax', 'elman_params_to_flax',
+           'from_params', 'lstm_params_from_flax', 'lstm_params_to_flax',
+           'set_step', 'to_params']
 
 
 class Step(nnx.Variable):
@@ -1394,6 +1404,247 @@ class RNN(nnx.Module):
     ys = jax.tree_util.tree_map(restore, ys)
     carry = restore_batch(carry, batch_shape)
     return (carry, ys) if return_carry else ys
+
+
+# ----------------------------------------------------------------------------
+# Adaptive depth around a Transformer block (vcrnn_jax.depth).
+
+
+def _reseed(module: nnx.Module, key: jax.Array) -> None:
+  """Every rng stream inside ``module`` reseeded from ``key``.
+
+  One key per stream name, so a block's ``nnx.Dropout`` (whose stream is
+  named ``'dropout'``, or ``'default'`` when built from ``nnx.Rngs(0)``)
+  draws a fresh mask at every depth step, though the loop applies it as a
+  pure function whose rng state it cannot carry from step to step.
+  """
+  tags = sorted({node.key.tag for _, node in nnx.iter_graph(module)
+                 if isinstance(node, nnx.RngStream)})
+  if tags:
+    nnx.reseed(module, **{tag: jax.random.fold_in(key, i)
+                          for i, tag in enumerate(tags)})
+
+
+class _Depth(nnx.Module):
+  """Adaptive depth around the NNX module ``block`` (held as
+  ``self.block``); subclasses give the pure factory and its options."""
+
+  _factory: Callable[..., depth.Depth]
+  # Options stored under another name: PerExampleDepth's ``halting`` rule
+  # would shadow the halting unit's params, ``self.halting``.
+  _renamed: Mapping[str, str] = MappingProxyType({})
+
+  def _setup(self, block: nnx.Module, features: int,
+             options: Mapping[str, Any], deterministic: bool,
+             rngs: nnx.Rngs) -> None:
+    """Stores the options, draws the halting unit as the pure ``init``."""
+    owner = type(self).__name__
+    if not isinstance(block, nnx.Module):
+      raise ValueError(f'{owner}: block must be an nnx.Module, got '
+                       f'{type(block).__name__}.')
+    self.block = block
+    for name in utils.keyword_options(self._factory):
+      setattr(self, self._renamed.get(name, name), options[name])
+    readout = getattr(self, 'readout', None)
+    if isinstance(readout, str) and not callable(getattr(block, readout,
+                                                         None)):
+      raise ValueError(f'{owner}: the block {type(block).__name__} has no '
+                       f'method {readout!r}.')
+    self.features = check_positive_int('features', features)
+    self.deterministic = bool(deterministic)
+    self.rngs = _own_stream(rngs, owner)
+    params = self.make_depth().init(_stream(rngs, 'params', owner)(),
+                                    self.features, to_params(block))
+    _set_params(self, {'halting': params['halting']})
+
+  def make_depth(self) -> depth.Depth:
+    """The pure :class:`vcrnn_jax.depth.Depth` this module computes.
+
+    Its ``apply(to_params(module), h, mask, key=..., extra=...)`` is the
+    module's call with the same arguments. At every depth step the block
+    is rebuilt from its current state with ``nnx.merge`` (the loop calls it
+    as a pure function of its params) and, given a key, its rng streams are
+    reseeded from ``context.key``; its other state is read, and what the
+    block writes to it (batch statistics, rng counts) is discarded. With
+    ``deterministic`` the block gets no key (``context.key`` None), whatever
+    key ``apply`` gets.
+    """
+    graphdef, _, rest = nnx.split(self.block, nnx.Param, ...)
+    deterministic = self.deterministic
+
+    def pure(method):
+      def fn(params, h, context):
+        # Fresh Variables of the loop's trace (copy): reseeding writes to
+        # them, which nnx refuses for those of the caller's trace.
+        module = nnx.merge(graphdef, params, rest, copy=True)
+        if deterministic:
+          context = context._replace(key=None)
+        elif context.key is not None:
+          _reseed(module, context.key)
+        return linen.call_with_context(
+            getattr(module, method) if isinstance(method, str)
+            else functools.partial(method, module), h, context)
+      return fn
+
+    options = {name: getattr(self, self._renamed.get(name, name))
+               for name in utils.keyword_options(self._factory)}
+    if options.get('readout') is not None:
+      options['readout'] = pure(options['readout'])
+    return self._factory(pure('__call__'), **options)
+
+  def __call__(self, h: jax.Array, mask: jax.Array | None = None, *,
+               extra: Any = None, key: jax.Array | None = None
+               ) -> tuple[jax.Array, Any]:
+    """Runs the block to each position's (or example's) depth.
+
+    Args:
+      h: ``[batch, time, features]``.
+      mask: ``[batch, time]`` bool, the real positions; None: no padding.
+      extra: a pytree of ``[batch, ...]`` leaves handed to the block in its
+        context (an encoder's output for cross-attention).
+      key: the key the block's per-step keys are folded from and PonderNet's
+        sampled exits drawn from; None: one drawn from ``self.rngs`` unless
+        ``deterministic``.
+
+    Returns:
+      ``(h, output)`` as the pure ``apply``.
+    """
+    if key is None and not self.deterministic:
+      key = self.rngs()
+    return self.make_depth().apply(to_params(self), h, mask, key=key,
+                                   extra=extra)
+
+  def set_view(self, deterministic: bool | None = None) -> None:
+    """What ``nnx.view(model, deterministic=...)`` sets (flax >= 0.12)."""
+    if deterministic is not None:
+      self.deterministic = deterministic
+
+
+class PerTokenDepth(_Depth):
+  """:func:`vcrnn_jax.depth.per_token` around an NNX block: Universal
+  Transformer halting, ACT per position.
+
+  ``block`` is any ``nnx.Module`` whose ``__call__`` maps ``h`` ``[batch,
+  time, features]`` to the same shape and dtype; it is given the depth
+  step's :class:`vcrnn_jax.depth.BlockContext` as ``context=`` when its
+  ``__call__`` has a parameter of that name, and ``h`` alone otherwise
+  (:func:`vcrnn_jax.linen.call_with_context`): a block that attends should
+  take it and mask its keys with ``context.mask``. ``features`` is ``h``'s
+  width (the halting unit is drawn at construction, as NNX modules draw
+  their params); the other arguments are ``per_token``'s.
+
+  **Call.** ``module(h, mask=None, *, extra=None, key=None)``, ``h``
+  ``[batch, time, features]``, ``mask`` ``[batch, time]`` bool (None: no
+  padding), ``extra`` a pytree of ``[batch, ...]`` leaves for the block's
+  context, returns ``(h, output)`` as the pure ``apply`` (a
+  :class:`~vcrnn_jax.depth.TokenDepthOutput` here).
+
+  **Params.** The block is held as ``self.block`` and the halting unit as
+  ``self.halting``, so :func:`to_params` gives the pure params tree
+  (``{'block': ..., 'halting': {'kernel', 'bias'}}``) and
+  ``module.make_depth().apply(to_params(module), h, mask)`` is the module's
+  result. Inside the loop the block runs as a pure function of its params
+  (``nnx.split`` / ``nnx.merge``, :meth:`make_depth`), so state the block
+  writes during a call (batch statistics) is not kept.
+
+  **Dropout.** Unless ``deterministic`` (``model.eval()`` sets it, on the
+  block's own ``nnx.Dropout`` too), the module draws one key per call from
+  a ``'dropout'`` stream forked from ``rngs`` (``'default'`` when there is
+  none) or takes ``key=``; at depth step ``n`` the block's rng streams are
+  reseeded from ``fold_in(key, n)``, which is also ``context.key``, so an
+  ``nnx.Dropout(rate, rngs=rngs)`` inside the block works as it is.
+
+  Example:
+
+    >>> import jax, jax.numpy as jnp
+    >>> from flax import nnx
+    >>> from vcrnn_jax import depth, nnx as vnnx
+    >>> class Block(nnx.Module):
+    ...   def __init__(self, features, *, rngs):
+    ...     self.attention = nnx.MultiHeadAttention(
+    ...         2, features, decode=False, rngs=rngs)
+    ...   def __call__(self, h, context):        # a depth.BlockContext
+    ...     mask = nnx.make_attention_mask(context.mask, context.mask)
+    ...     return h + self.attention(h, mask=mask)
+    >>> rngs = nnx.Rngs(0)
+    >>> ut = vnnx.PerTokenDepth(Block(8, rngs=rngs), 8, max_depth=4,
+    ...                         rngs=rngs)
+    >>> h = jnp.ones((2, 3, 8))                   # [batch, time, features]
+    >>> mask = jnp.array([[True, True, True], [True, True, False]])
+    >>> out_h, out = ut(h, mask)
+    >>> sorted(vnnx.to_params(ut)), out_h.shape, out.steps[1, 2].item()
+    (['block', 'halting'], (2, 3, 8), 0)
+  """
+  _factory = staticmethod(depth.per_token)
+
+  def __init__(
+      self, block: nnx.Module, features: int, *,
+      max_depth: int,
+      epsilon: float = _PER_TOKEN.epsilon,
+      halting_bias: float = _PER_TOKEN.halting_bias,
+      halting_reads: str = _PER_TOKEN.halting_reads,
+      loop: loops.LoopConfig | str = _PER_TOKEN.loop,
+      kernel_init: Initializer = _PER_TOKEN.kernel_init,
+      param_dtype: Any = _PER_TOKEN.param_dtype,
+      deterministic: bool = False, rngs: nnx.Rngs):
+    self._setup(block, features, locals(), deterministic, rngs)
+
+
+class PerExampleDepth(_Depth):
+  """:func:`vcrnn_jax.depth.per_example` around an NNX block: PonderNet's
+  (or ACT's) halting per example.
+
+  ``block``, ``features``, the params and dropout as in
+  :class:`PerTokenDepth`; the other arguments are ``per_example``'s, with
+  two differences. ``readout`` is the name of a method of the block (or a
+  function ``(block, h, ...)``) that maps the state to each step's
+  prediction ``y [batch, ...]``, given ``context=`` by the block's rule;
+  its params are the block's. The halting rule ``halting`` is kept as
+  ``self.halting_rule``, since ``self.halting`` holds the halting unit's
+  params (the pure tree's name).
+
+  The call is :class:`PerTokenDepth`'s; its output an
+  :class:`~vcrnn_jax.depth.ExampleDepthOutput`. ``inference='sample'``
+  draws the exits from the call's key: drawn from ``rngs`` unless
+  ``deterministic``; after ``model.eval()`` pass ``key=``.
+
+  Example:
+
+    >>> import jax, jax.numpy as jnp
+    >>> from flax import nnx
+    >>> from vcrnn_jax import depth, nnx as vnnx
+    >>> class Block(nnx.Module):
+    ...   def __init__(self, features, *, rngs):
+    ...     self.mix = nnx.Linear(features, features, rngs=rngs)
+    ...     self.head = nnx.Linear(features, 2, rngs=rngs)
+    ...   def __call__(self, h):                 # no context: no attention
+    ...     return h + jnp.tanh(self.mix(h))
+    ...   def readout(self, h, context):
+    ...     return self.head(depth.masked_mean(h, context.mask))
+    >>> rngs = nnx.Rngs(0)
+    >>> exit_ = vnnx.PerExampleDepth(Block(4, rngs=rngs), 4, max_depth=3,
+    ...                              readout='readout', rngs=rngs)
+    >>> _, out = exit_(jnp.ones((2, 5, 4)))
+    >>> out.output.shape, out.outputs.shape, out.probs.shape
+    ((2, 2), (2, 3, 2), (2, 3))
+  """
+  _factory = staticmethod(depth.per_example)
+  _renamed = MappingProxyType({'halting': 'halting_rule'})
+
+  def __init__(
+      self, block: nnx.Module, features: int, *,
+      max_depth: int,
+      halting: str = _PER_EXAMPLE.halting,
+      epsilon: float | None = _PER_EXAMPLE.epsilon,
+      halting_bias: float | None = _PER_EXAMPLE.halting_bias,
+      inference: str = _PER_EXAMPLE.inference,
+      halting_reads: str = _PER_EXAMPLE.halting_reads,
+      readout: str | Callable[..., Any] | None = None,
+      loop: loops.LoopConfig | str = _PER_EXAMPLE.loop,
+      kernel_init: Initializer = _PER_EXAMPLE.kernel_init,
+      param_dtype: Any = _PER_EXAMPLE.param_dtype,
+      deterministic: bool = False, rngs: nnx.Rngs):
+    self._setup(block, features, locals(), deterministic, rngs)
 
 
 # ----------------------------------------------------------------------------
