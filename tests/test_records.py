@@ -322,6 +322,47 @@ def test_act_ponder_slope_from_the_difficulty_report():
   assert act_results.difficulty_slope({'tables': {}}) is None
 
 
+
+def test_act_tau_sweep_pools_by_tau_and_decides_each_claim(tmp_path):
+  from vcrnn_jax.papers.act import results as act_results
+
+  def run(seed, tau, error, slope):
+    r = _act_record(seed, error)
+    r['flags'] = {'tau': tau}
+    r['tables'] = {'difficulty': [
+        {'difficulty': d, 'sequence_error': error, 'ponder': 3 + slope * d}
+        for d in (1, 32, 64)]}
+    return r
+  groups = {
+      act_results.MAIN: [run(s, 0.01, 0.01 + s / 1000, 0.0) for s in range(3)],
+      'act/parity_tau1e-3': [run(s, 1e-3, 0.02, 0.05) for s in range(3)],
+      'act/parity_tau1e-1': [run(s, 0.1, 0.3, 0.0) for s in range(2)],
+      act_results.NO_ACT: [run(0, 0.01, 0.45, 0.0)]}
+  sweep = act_results.sweep_groups(groups)
+  assert [t for t, _ in sweep] == [1e-3, 0.01, 0.1]
+  table = act_results.sweep_table(sweep, groups[act_results.NO_ACT])
+  assert '| 0.001 | seeds 0-2 | 300k | 2.00% ± 0.00% |' in table
+  assert '| no ACT | seed 0 |' in table
+  text = act_results.sweep_verdicts(sweep)
+  # The bound is judged at tau <= 0.03 only; growth at every tau.
+  assert 'τ = 0.1: error below' not in text
+  assert '| τ = 0.001: error below 5% | Fig. 4 | **reproduced**' in text
+  assert ('| τ = 0.001: ponder grows with difficulty | Fig. 6 | '
+          '**holds**') in text
+  assert ('| τ = 0.01: ponder grows with difficulty | Fig. 6 | '
+          '**does not hold**') in text
+  assert ('| τ = 0.1: ponder grows with difficulty | Fig. 6 | '
+          '**undecided**') in text
+  outs = {o.path: o for o in act_results.outputs(groups)}
+  assert {'act/tau_sweep.md', 'act/tau_sweep_verdicts.md',
+          'act/tau_sweep.svg'} <= set(outs)
+  outs['act/tau_sweep.svg'].draw(tmp_path / 'sweep.svg')
+  assert (tmp_path / 'sweep.svg').read_text().startswith('<?xml')
+  # Without a sweep folder there is no sweep output.
+  assert 'act/tau_sweep.md' not in {
+      o.path for o in act_results.outputs({act_results.MAIN: groups[
+          act_results.MAIN]})}
+
 def test_tree_commit_dirty_ignores_excluded_folders(tmp_path):
   def git(*args):
     subprocess.run(['git', '-C', str(tmp_path), *args], check=True,

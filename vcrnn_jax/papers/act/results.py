@@ -10,7 +10,11 @@ The experiments (folders of records) this module reads:
   same machine, and ``act/parity_older``: the main command's records made
   by older code; each against ``act/parity``, seed by seed;
 * ``act/addition_h200``: ACT addition at the paper's size on a GPU, for
-  the minutes a device lease allows (``act/addition_h200.md``: its curve).
+  the minutes a device lease allows (``act/addition_h200.md``: its curve);
+* ``act/parity_tau<tau>`` (:data:`SWEEP_PREFIX`): the main command at
+  another ``--tau``, each run with its difficulty report; with
+  ``act/parity`` (tau 0.01) and ``act/parity_noact`` they are the sweep of
+  Figs. 4-6 (``act/tau_sweep.md``, ``act/tau_sweep.svg``).
 
 :func:`outputs` turns them into the fragments the pages and README.md
 include (``act/main_command.md``: the headline, mean ± standard deviation
@@ -48,6 +52,12 @@ __all__ = [
     'difficulty_table',
     'curves_data',
     'difficulty_data',
+    'SWEEP_PREFIX',
+    'SWEEP_BOUND_TAU',
+    'sweep_groups',
+    'sweep_table',
+    'sweep_verdicts',
+    'sweep_data',
     'outputs',
 ]
 
@@ -71,6 +81,11 @@ PAPER_NO_ACT = 0.40
 # intermediate tau. Our criterion for "grows": at least one more step from
 # 1 to 64 non-zero bits, a slope of 1/63 step per bit.
 GROWTH_SLOPE = 1 / 63
+# The tau sweep's folders: ``act/parity_tau1e-3`` and so on; tau is read
+# from each record's flags, not from the name.
+SWEEP_PREFIX = 'act/parity_tau'
+# Graves 2016, Fig. 4: the bound holds "for tau <= 0.03".
+SWEEP_BOUND_TAU = 0.03
 # The paper's claims without a record here (Secs. 3.2-3.5).
 UNRECORDED = (
     ('logic: virtually zero error for $\\tau \\le 0.01$, about 20% '
@@ -436,6 +451,119 @@ def draw_difficulty(data: Mapping[str, Any], path):
   return records.save_svg(fig, path)
 
 
+def sweep_groups(groups: Mapping[str, Sequence[Mapping[str, Any]]]
+                 ) -> list[tuple[float, list[Mapping[str, Any]]]]:
+  """``(tau, records)`` for the main command and every sweep folder, tau
+  ascending; records of one tau from several folders are pooled."""
+  by_tau: dict[float, list] = {}
+  for name, runs in groups.items():
+    if name == MAIN or name.startswith(SWEEP_PREFIX):
+      for r in runs:
+        tau = r.get('flags', {}).get('tau')
+        if tau is not None:      # records made before flags were kept
+          by_tau.setdefault(float(tau), []).append(r)
+  return sorted(by_tau.items())
+
+
+def _mean_ponder(runs) -> str:
+  p = records.mean_std(r['final']['ponder'] for r in runs)
+  return f'{p[0]:.2f} ± {p[1] or 0:.2f}'
+
+
+def _slope_text(runs) -> str:
+  slopes = [s for s in map(difficulty_slope, runs) if s is not None]
+  if not slopes:
+    return '-'
+  return verdicts.mean_interval_text(slopes, lambda x: f'{x:.4f}')
+
+
+def sweep_table(sweep, no_act: Sequence[Mapping[str, Any]] = (),
+                status: str = '') -> str:
+  """Per tau (Figs. 4-6): seeds, final error (mean ± std, 95% interval,
+  per seed), ponder, and the slope of ponder per non-zero bit."""
+  rows = []
+  for tau, runs in sweep:
+    errors = _errors(runs)
+    rows.append([f'{tau:g}', records.seeds_text(runs), _steps_k(runs),
+                 _mean_std_pct(errors), _interval_pct(errors)
+                 if len(errors) > 1 else '-',
+                 ' / '.join(_pct(e) for e in errors), _mean_ponder(runs),
+                 _slope_text(runs)])
+  if no_act:
+    errors = _errors(no_act)
+    rows.append(['no ACT', records.seeds_text(no_act), _steps_k(no_act),
+                 _mean_std_pct(errors), _interval_pct(errors)
+                 if len(errors) > 1 else '-',
+                 ' / '.join(_pct(e) for e in errors), '1 (fixed)', '-'])
+  everything = [r for _, runs in sweep for r in runs] + list(no_act)
+  lines = [records.table(
+      ['τ', 'seeds', 'steps', 'sequence error', '95% interval', 'per seed',
+       'ponder', 'ponder per bit (slope)'], rows), '\n',
+      records.provenance(everything), f' {status}' if status else '']
+  return ''.join(lines) + '\n'
+
+
+def sweep_verdicts(sweep) -> str:
+  """Fig. 4's bound at every tau <= 0.03 and Fig. 6's growth at every tau,
+  each by its criterion."""
+  rows = []
+  for tau, runs in sweep:
+    if tau <= SWEEP_BOUND_TAU:
+      v = verdicts.below(_errors(runs), PAPER_ERROR, what='sequence error',
+                         fmt=verdicts.pct)
+      rows.append([f'τ = {tau:g}: error below {_pct(PAPER_ERROR, 0)}',
+                   'Fig. 4', *v.cells()])
+  for tau, runs in sweep:
+    slopes = [s for s in map(difficulty_slope, runs) if s is not None]
+    v = verdicts.sign_every_seed(
+        slopes, claim='ponder grows with the number of non-zero bits '
+        '(least-squares slope over the difficulty report, above one step '
+        'across 1-64 bits)', minimum=GROWTH_SLOPE, fmt=lambda x: f'{x:.4f}')
+    rows.append([f'τ = {tau:g}: ponder grows with difficulty', 'Fig. 6',
+                 *v.cells()])
+  return records.table(['claim', 'the paper', 'verdict', 'here',
+                        'criterion'], rows)
+
+
+def sweep_data(sweep, no_act: Sequence[Mapping[str, Any]] = ()) -> dict:
+  """What the sweep figure draws: per tau, ``[seed, error, ponder]``."""
+  return {'runs': {f'{tau:g}': [[r['seed'], r['final']['sequence_error'],
+                                  r['final']['ponder']] for r in runs]
+                   for tau, runs in sweep},
+          'no_act': [r['final']['sequence_error'] for r in no_act],
+          'threshold': PAPER_ERROR}
+
+
+def draw_sweep(data: Mapping[str, Any], path):
+  """Fig. 4 (error against tau, every seed, the paper's 5%) and Fig. 5's
+  right panel (error against ponder)."""
+  fig = plots.new_figure((10.0, 4.0))
+  left, right = fig.subplots(1, 2)
+  taus = {float(t): rows for t, rows in data['runs'].items()}
+  for tau, rows in sorted(taus.items()):
+    errors = [100 * e for _, e, _ in rows]
+    left.scatter([tau] * len(rows), errors, s=18, color='C0', alpha=0.7)
+    left.plot([tau], [sum(errors) / len(errors)], '_', color='black',
+              markersize=14)
+    right.scatter([p for _, _, p in rows], errors, s=18,
+                  label=f'τ = {tau:g}')
+  for e in data['no_act']:
+    left.axhline(100 * e, color='0.6', linewidth=0.8, linestyle='--')
+  left.axhline(100 * data['threshold'], color='black', linewidth=0.8,
+               linestyle=':')
+  left.set_xscale('log')
+  left.set_xlabel('time penalty τ (log scale)')
+  left.set_title('Error against τ (dots: seeds; bars: means; dotted: the '
+                 "paper's 5%; dashed: no ACT)")
+  right.set_xlabel('mean ponder')
+  right.set_title('Error against ponder (Fig. 5, right)')
+  for ax in (left, right):
+    ax.set_ylabel('sequence error, %')
+    ax.grid(alpha=0.3)
+  right.legend(fontsize=8)
+  return records.save_svg(fig, path)
+
+
 def outputs(groups: Mapping[str, Sequence[Mapping[str, Any]]],
             statuses: Mapping[str, Mapping[str, Any]] | None = None
             ) -> list[records.Output]:
@@ -468,6 +596,20 @@ def outputs(groups: Mapping[str, Sequence[Mapping[str, Any]]],
   out.append(records.Output('act/addition_h200.md', curve_table(
       gpu[0], verify.status_line(ADDITION_GPU, gpu, statuses)) if gpu else
       'No record yet.\n'))
+  sweep = sweep_groups(groups)
+  if len(sweep) > 1:
+    sweep_plot = sweep_data(sweep, no_act)
+    status = ' '.join(
+        f'`{name}`: {verify.status_line(name, runs, statuses)}'
+        for name, runs in sorted(groups.items())
+        if name in (MAIN, NO_ACT) or name.startswith(SWEEP_PREFIX))
+    out += [records.Output('act/tau_sweep.md',
+                           sweep_table(sweep, no_act, status)),
+            records.Output('act/tau_sweep_verdicts.md',
+                           sweep_verdicts(sweep)),
+            records.Output('act/tau_sweep.svg',
+                           draw=lambda p: draw_sweep(sweep_plot, p),
+                           data=sweep_plot)]
   diff = difficulty_table(main)
   if diff:
     data = difficulty_data(main)
