@@ -4,9 +4,10 @@ Each synthetic-task binary defines its task's own flags, calls
 :func:`define_flags` with ``act_tasks.PAPER_SETTINGS[task]`` and passes its
 task's arguments to :func:`main`; ``act_wikipedia`` uses the model flags only
 (``task_flags=False``); ``act_sweep`` defines them with no defaults
-(``settings=None``: each task's paper value). :func:`sweep_config` is the one
-mapping from these flags to a run's configuration (task, model, training),
-for the task binaries and the sweep alike.
+(``settings=None``: each task's paper value). :func:`task_config` is the one
+mapping from these flags (their values, :func:`_common.flag_values`) to a
+run's configuration (task, model, training), for the task binaries, the
+sweep (:func:`sweep_config`) and ``experiments.load_run`` alike.
 """
 
 from collections.abc import Mapping
@@ -21,7 +22,7 @@ from vcrnn_jax.files import atomic_write
 from vcrnn_jax.papers.act import sweep as act_sweep
 from vcrnn_jax.papers.act import tasks as act_tasks
 from vcrnn_jax.training import distributed
-from vcrnn_jax.training.train import TrainConfig
+from vcrnn_jax.training.train import Experiment, TrainConfig
 
 FLAGS = flags.FLAGS
 
@@ -104,21 +105,25 @@ def define_flags(settings: Mapping[str, Any] | None, *,
       learning_rate=s.get('learning_rate'), eval_every=s.get('eval_every'))
 
 
-def model_config() -> act_tasks.ModelConfig:
-  """The recurrent model the flags describe."""
+def model_config(values: Mapping[str, Any]) -> act_tasks.ModelConfig:
+  """The recurrent model the flags in ``values`` describe."""
   return act_tasks.ModelConfig(
-      cell=FLAGS.cell, hidden_size=FLAGS.hidden_size, act=FLAGS.act,
-      tau=FLAGS.tau, max_steps=FLAGS.max_steps, epsilon=FLAGS.epsilon,
-      halting_bias=FLAGS.halting_bias, loop=loops.LoopConfig(
-          FLAGS.loop, checkpoints=FLAGS.ponder_slots,
-          save_residuals=FLAGS.save_residuals,
-          compact_rows=FLAGS.compact_rows or None))
+      cell=values['cell'], hidden_size=values['hidden_size'],
+      act=values['act'], tau=values['tau'], max_steps=values['max_steps'],
+      epsilon=values['epsilon'], halting_bias=values['halting_bias'],
+      loop=loops.LoopConfig(
+          values['loop'], checkpoints=values['ponder_slots'],
+          save_residuals=values['save_residuals'],
+          compact_rows=values['compact_rows'] or None))
 
 
-def train_config(name: str, **overrides) -> TrainConfig:
-  """The training configuration the flags describe (``overrides`` win)."""
-  return _common.train_config(f'{name} (act={FLAGS.act}, tau={FLAGS.tau:g})',
-                              **overrides)
+def train_config(values: Mapping[str, Any], name: str,
+                 **overrides) -> TrainConfig:
+  """The training configuration the flags in ``values`` describe
+  (``overrides`` win)."""
+  return _common.train_config(
+      values, f'{name} (act={values["act"]}, tau={values["tau"]:g})',
+      **overrides)
 
 
 def sweep_config(task: str, task_kwargs: Mapping[str, Any] | None = None, *,
@@ -127,8 +132,9 @@ def sweep_config(task: str, task_kwargs: Mapping[str, Any] | None = None, *,
   """The task, model and training the flags describe for synthetic ``task``.
 
   A flag left unset (``act_sweep``'s, defined without defaults) takes the
-  paper's value for the task (``act_tasks.PAPER_SETTINGS``); the task
-  binaries' flags default to those values already.
+  paper's value for the task (``act_tasks.PAPER_SETTINGS``), also in
+  :data:`FLAGS`, which ``act_sweep`` reads on; the task binaries' flags
+  default to those values already.
 
   Args:
     task: one of ``act_tasks.TASKS``.
@@ -140,11 +146,53 @@ def sweep_config(task: str, task_kwargs: Mapping[str, Any] | None = None, *,
   for setting, value in act_tasks.PAPER_SETTINGS[task].items():
     if setting in FLAGS and FLAGS[setting].value is None:
       FLAGS.set_default(setting, value)
+  return task_config(_common.flag_values(), task, task_kwargs, name=name,
+                     difficulties=difficulties, **train_overrides)
+
+
+def task_config(values: Mapping[str, Any], task: str,
+                task_kwargs: Mapping[str, Any] | None = None, *,
+                name: str | None = None, difficulties=None,
+                **train_overrides) -> act_sweep.SweepConfig:
+  """:func:`sweep_config` from the flags in ``values``, a pure function.
+
+  A value that is None takes the paper's for ``task``, as
+  :func:`sweep_config` sets it.
+  """
+  paper = act_tasks.PAPER_SETTINGS[task]
+  values = {**values, **{k: v for k, v in paper.items()
+                         if k in values and values[k] is None}}
   return act_sweep.SweepConfig(
       act_tasks.task_config(task, task_kwargs, difficulties=difficulties),
-      model_config(),
-      train_config(name or task, **train_overrides),
-      eval_batch_size=FLAGS.eval_batch_size)
+      model_config(values),
+      train_config(values, name or task, **train_overrides),
+      eval_batch_size=values['eval_batch_size'])
+
+
+def setup(values: Mapping[str, Any], name: str, task_name: str,
+          task_kwargs: Mapping[str, Any]
+          ) -> tuple[act_sweep.SweepConfig, Experiment]:
+  """The configuration and experiment of a task binary's run.
+
+  Args:
+    values: the binary's flags (:func:`_common.flag_values`).
+    name: the binary (it labels the progress bar).
+    task_name: its task, one of ``act_tasks.TASKS``.
+    task_kwargs: the task arguments its flags give.
+  """
+  config = task_config(values, task_name, task_kwargs, name=name)
+  experiment = act_tasks.task_experiment(
+      config.task.build(), config.model, batch_size=config.train.batch_size,
+      eval_batch_size=config.eval_batch_size,
+      eval_batches=values['eval_batches'])
+  return config, experiment
+
+
+def build(values: Mapping[str, Any], name: str, task_name: str,
+          task_kwargs: Mapping[str, Any]) -> tuple[Experiment, TrainConfig]:
+  """A task binary's ``build``: :func:`setup`'s experiment and training."""
+  config, experiment = setup(values, name, task_name, task_kwargs)
+  return experiment, config.train
 
 
 def workdir(name: str) -> pathlib.Path:
@@ -187,10 +235,9 @@ def main(name: str, task_name: str, task_kwargs: Mapping[str, Any],
   ``processes`` is the run's handle, what :func:`_common.run` passes to the
   binary's ``main``.
   """
-  config = sweep_config(task_name, task_kwargs, name=name)  # Bad flags fail.
-  experiment = act_tasks.task_experiment(
-      config.task.build(), config.model, batch_size=config.train.batch_size,
-      eval_batch_size=config.eval_batch_size, eval_batches=FLAGS.eval_batches)
+  # Bad flags fail here.
+  config, experiment = setup(_common.flag_values(), name, task_name,
+                             task_kwargs)
   run_dir = workdir(name)
   result = _common.train(experiment, config.train, run_dir,
                          processes=processes)

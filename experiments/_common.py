@@ -14,7 +14,7 @@ a run, recorded in ``<workdir>/flags.json`` with the first checkpoint, and
 resuming it under other run-defining flags is refused.
 """
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 import functools
 import json
 import logging
@@ -25,6 +25,7 @@ import re
 import sys
 import time
 import traceback
+from typing import Any
 
 from absl import app, flags
 import jax
@@ -402,25 +403,44 @@ def define_training_flags(*, steps: int | None, batch_size: int | None,
                          'numbers).', lower_bound=0)
 
 
-def train_config(desc: str, **overrides) -> TrainConfig:
-  """The :class:`TrainConfig` the shared training flags describe.
+def flag_values() -> dict:
+  """This binary's flags as ``{name: value}``, what its ``build`` reads.
+
+  Each binary builds its experiment and training configuration from these
+  values, not from :data:`FLAGS`, with a pure ``build(values) ->
+  (experiment, config)`` or the helpers it shares with it, so that
+  ``experiments.load_run`` rebuilds a finished run from the values it
+  recorded, without parsing absl's flags. These are the binary's key flags
+  (those ``--help`` lists), run-defining and resumable: the set whose
+  run-defining part ``flags.json`` records.
+  """
+  return {f.name: f.value
+          for f in FLAGS.get_key_flags_for_module(sys.argv[0])}
+
+
+def train_config(values: Mapping[str, Any], desc: str,
+                 **overrides) -> TrainConfig:
+  """The :class:`TrainConfig` the shared training flags in ``values``
+  describe (``values``: :func:`flag_values`).
 
   ``overrides`` replace fields the binary computes itself (e.g. steps from
   a number of epochs).
   """
-  every = FLAGS.lr_decay_every
+  every = values['lr_decay_every']
+  start = values['lr_decay_start']
   fields = dict(
-      steps=FLAGS.steps, batch_size=FLAGS.batch_size,
-      learning_rate=FLAGS.learning_rate, optimizer=FLAGS.optimizer,
-      momentum=FLAGS.momentum, weight_decay=FLAGS.weight_decay,
-      lr_decay=FLAGS.lr_decay, lr_decay_every=every,
-      lr_decay_start=(FLAGS.lr_decay_start if FLAGS.lr_decay_start is not None
-                      else every),
-      grad_clip_norm=FLAGS.grad_clip_norm, eval_every=FLAGS.eval_every,
-      checkpoint_every=FLAGS.checkpoint_every,
-      keep_checkpoints=FLAGS.keep_checkpoints, desc=desc)
-  if 'seed' in FLAGS:
-    fields['seed'] = FLAGS.seed
+      steps=values['steps'], batch_size=values['batch_size'],
+      learning_rate=values['learning_rate'], optimizer=values['optimizer'],
+      momentum=values['momentum'], weight_decay=values['weight_decay'],
+      lr_decay=values['lr_decay'], lr_decay_every=every,
+      lr_decay_start=start if start is not None else every,
+      grad_clip_norm=values['grad_clip_norm'],
+      eval_every=values['eval_every'],
+      checkpoint_every=values['checkpoint_every'],
+      keep_checkpoints=values['keep_checkpoints'], desc=desc)
+  # Binaries that train several seeds (--seeds) pass each as an override.
+  if 'seed' in values:
+    fields['seed'] = values['seed']
   fields.update(overrides)
   return TrainConfig(**fields)
 

@@ -1,6 +1,9 @@
 """Flags of the EI-REHN binaries' model, defined once (each binary picks its
 own paper defaults for the size and the fixed depth)."""
 
+from collections.abc import Mapping
+from typing import Any
+
 from absl import flags
 
 from experiments import _common
@@ -53,10 +56,14 @@ def check_cell_flags(cell: str, flags_of: dict) -> None:
                        f'--cell={cell} does not use it.')
 
 
-def model_spec() -> rehn_tasks.ModelSpec:
-  """The model the flags describe (flags the cell ignores are refused)."""
-  check_cell_flags(FLAGS.cell, CELL_FLAGS)
+def model_spec(values: Mapping[str, Any]) -> rehn_tasks.ModelSpec:
+  """The model the flag ``values`` describe (``_common.flag_values``).
+
+  A binary first refuses the flags its cell ignores
+  (:func:`check_cell_flags`): that needs the command line, not the values.
+  """
   return rehn_tasks.ModelSpec(
-      cell=FLAGS.cell, hidden_size=FLAGS.hidden_size, depth=FLAGS.depth,
-      max_depth=FLAGS.max_depth, hyper_size=FLAGS.hyper_size,
-      loop=loops.LoopConfig(FLAGS.loop, checkpoints=FLAGS.ponder_slots))
+      cell=values['cell'], hidden_size=values['hidden_size'],
+      depth=values['depth'], max_depth=values['max_depth'],
+      hyper_size=values['hyper_size'], loop=loops.LoopConfig(
+          values['loop'], checkpoints=values['ponder_slots']))

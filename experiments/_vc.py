@@ -33,8 +33,13 @@ import numpy as np
 from experiments import _common
 from vcrnn_jax.papers.vc import lm as vc_lm
 from vcrnn_jax.training import distributed, lm
+from vcrnn_jax.training.train import Experiment, TrainConfig
 
 FLAGS = flags.FLAGS
+
+# The scheduler's flags and their defaults: another value is refused for a
+# cell without a scheduler (a value check, so that setup stays pure).
+SCHEDULER_DEFAULTS = {'scheduler_lr_scale': 1.0, 'clip_scheduler_apart': True}
 
 
 def define_flags(*, cell: str, hidden_size: int, epochs: int,
@@ -75,13 +80,16 @@ def define_flags(*, cell: str, hidden_size: int, epochs: int,
   _common.define_float('epsilon', 0.01, 'epsilon of Thres_epsilon in the '
                        'soft mask (Eq. 8; not given in the paper).',
                        upper=0.5)
-  _common.define_float('scheduler_lr_scale', 1.0, 'Multiply the '
-                       'optimizer updates of the scheduler (u, v, b of Eq. '
-                       '7) by this: its u is D wide, so one Adam step can '
-                       'move the logit of m_t by learning_rate * D. '
+  _common.define_float('scheduler_lr_scale',
+                       SCHEDULER_DEFAULTS['scheduler_lr_scale'], 'Multiply '
+                       'the optimizer updates of the scheduler (u, v, b of '
+                       'Eq. 7) by this: its u is D wide, so one Adam step '
+                       'can move the logit of m_t by learning_rate * D. '
                        'VC cells only.', strict=True)
-  flags.DEFINE_bool('clip_scheduler_apart', True, 'Clip the scheduler\'s '
-                    'gradient (u, v, b of Eq. 7) to --grad_clip_norm by its '
+  flags.DEFINE_bool('clip_scheduler_apart',
+                    SCHEDULER_DEFAULTS['clip_scheduler_apart'], 'Clip the '
+                    'scheduler\'s gradient (u, v, b of Eq. 7) to '
+                    '--grad_clip_norm by its '
                     'own norm and the rest by theirs: the scheduler\'s '
                     'grows with lambda * D and would otherwise scale down '
                     'every other gradient. VC cells only.')
@@ -110,28 +118,84 @@ def define_flags(*, cell: str, hidden_size: int, epochs: int,
                                 grad_clip_norm=1.0)
 
 
-def truncate(stream):
-  """``stream`` cut to ``--max_symbols``."""
-  if FLAGS.max_symbols and len(stream) > FLAGS.max_symbols:
-    return stream[:FLAGS.max_symbols]
+def truncate(values: Mapping[str, Any], stream):
+  """``stream`` cut to ``--max_symbols`` (of the flag ``values``)."""
+  most = values['max_symbols']
+  if most and len(stream) > most:
+    return stream[:most]
   return stream
 
 
-def spec_from_flags(steps_per_epoch: int,
+def spec_from_flags(values: Mapping[str, Any], steps_per_epoch: int,
                     boundary_target: float | None = None
                     ) -> vc_lm.ModelSpec:
   return vc_lm.check_spec(vc_lm.ModelSpec(
-      cell=FLAGS.cell, hidden_size=FLAGS.hidden_size,
-      steps_per_epoch=FLAGS.sharpness_every or steps_per_epoch,
-      target=min(FLAGS.target, 1.0),
+      cell=values['cell'], hidden_size=values['hidden_size'],
+      steps_per_epoch=values['sharpness_every'] or steps_per_epoch,
+      target=min(values['target'], 1.0),
       boundary_target=(None if boundary_target is None
                        else min(boundary_target, 1.0)),
-      penalty_weight=FLAGS.penalty_weight, penalty_norm=FLAGS.penalty_norm,
-      symmetric=FLAGS.penalty_symmetric,
-      sharpness_initial=FLAGS.sharpness_initial,
-      sharpness_increment=FLAGS.sharpness_increment,
-      sharpness_maximum=FLAGS.sharpness_max, epsilon=FLAGS.epsilon,
-      kernel_init=FLAGS.kernel_init))
+      penalty_weight=values['penalty_weight'],
+      penalty_norm=values['penalty_norm'],
+      symmetric=values['penalty_symmetric'],
+      sharpness_initial=values['sharpness_initial'],
+      sharpness_increment=values['sharpness_increment'],
+      sharpness_maximum=values['sharpness_max'], epsilon=values['epsilon'],
+      kernel_init=values['kernel_init']))
+
+
+def setup(values: Mapping[str, Any], name: str, train_stream: np.ndarray,
+          valid_stream: np.ndarray, vocab_size: int, *,
+          boundary_ids: Sequence[int] | None = None,
+          boundary_target: float | None = None
+          ) -> tuple[vc_lm.ModelSpec, lm.LanguageModelTask, TrainConfig]:
+  """``(spec, task, config)`` of a run: the model, the LM task and the
+  training the flag ``values`` (:func:`_common.flag_values`) describe.
+
+  Args follow :func:`train_and_analyse` (the streams already truncated).
+
+  Raises:
+    ValueError: a train split too short for one batch, or a scheduler flag
+      set for a cell without a scheduler.
+  """
+  batch, seq_len = values['batch_size'], values['seq_len']
+  _, per_epoch = lm.bptt_rows(train_stream, batch, seq_len)
+  if per_epoch < 1:
+    raise ValueError(f'the train split ({len(train_stream)} symbols) is too '
+                     f'short for --batch_size={batch} rows of '
+                     f'--seq_len={seq_len}.')
+  spec = spec_from_flags(values, per_epoch, boundary_target)
+  for flag, default in SCHEDULER_DEFAULTS.items():
+    if values[flag] != default and not spec.has_scheduler:
+      raise ValueError(f'--{flag} is for the VC cells {vc_lm.VC_CELLS}; '
+                       f'--cell={values["cell"]} has no scheduler.')
+  task = vc_lm.lm_task(spec, train_stream, valid_stream, vocab_size,
+                       batch_size=batch, seq_len=seq_len,
+                       boundary_ids=boundary_ids,
+                       eval_batch_size=min(values['eval_batch_size'], max(
+                           1, len(valid_stream) // (seq_len + 1))))
+  scale = values['scheduler_lr_scale']
+  config = _common.train_config(
+      values, f'{name} {spec.name}',
+      steps=values['steps'] or values['epochs'] * per_epoch,
+      eval_every=values['eval_every'] or per_epoch,
+      lr_scales=(('scheduler', scale),) if scale != 1.0 else (),
+      clip_apart=(('scheduler',) if values['clip_scheduler_apart'] and
+                  spec.has_scheduler else ()))
+  return spec, task, config
+
+
+def build(values: Mapping[str, Any], name: str, ds, *,
+          boundary_ids: Sequence[int] | None = None,
+          boundary_target: float | None = None
+          ) -> tuple[Experiment, TrainConfig]:
+  """A VC binary's ``build`` on its dataset ``ds``: :func:`setup`'s
+  experiment and training, on the splits :func:`train_and_analyse` gets."""
+  _, task, config = setup(
+      values, name, truncate(values, ds.train), truncate(values, ds.valid),
+      ds.vocab.size, boundary_ids=boundary_ids,
+      boundary_target=boundary_target)
+  return task.experiment, config
 
 
 def _parameter_count(params) -> int:
@@ -223,28 +287,10 @@ def train_and_analyse(
     'steps_per_sec', 'test': metrics, 'analysis': {...}}``, also written to
     ``<workdir>/results.json`` (before any plot) by process 0.
   """
-  _, per_epoch = lm.bptt_rows(train_stream, FLAGS.batch_size, FLAGS.seq_len)
-  if per_epoch < 1:
-    raise ValueError(f'the train split ({len(train_stream)} symbols) is too '
-                     f'short for --batch_size={FLAGS.batch_size} rows of '
-                     f'--seq_len={FLAGS.seq_len}.')
-  spec = spec_from_flags(per_epoch, boundary_target)
-  for flag in ('scheduler_lr_scale', 'clip_scheduler_apart'):
-    if FLAGS[flag].value != FLAGS[flag].default and not spec.has_scheduler:
-      raise ValueError(f'--{flag} is for the VC cells {vc_lm.VC_CELLS}; '
-                       f'--cell={FLAGS.cell} has no scheduler.')
-  task = vc_lm.lm_task(spec, train_stream, valid_stream, vocab_size,
-                       batch_size=FLAGS.batch_size, seq_len=FLAGS.seq_len,
-                       boundary_ids=boundary_ids,
-                       eval_batch_size=min(FLAGS.eval_batch_size, max(
-                           1, len(valid_stream) // (FLAGS.seq_len + 1))))
-  config = _common.train_config(
-      f'{name} {spec.name}', steps=FLAGS.steps or FLAGS.epochs * per_epoch,
-      eval_every=FLAGS.eval_every or per_epoch,
-      lr_scales=((('scheduler', FLAGS.scheduler_lr_scale),)
-                 if FLAGS.scheduler_lr_scale != 1.0 else ()),
-      clip_apart=(('scheduler',) if FLAGS.clip_scheduler_apart and
-                  spec.has_scheduler else ()))
+  spec, task, config = setup(_common.flag_values(), name, train_stream,
+                             valid_stream, vocab_size,
+                             boundary_ids=boundary_ids,
+                             boundary_target=boundary_target)
   workdir = _common.default_workdir(name, leading=leading)
   result = _common.train(task.experiment, config, workdir,
                          processes=processes, data_files=data_files)

@@ -43,6 +43,7 @@ from experiments import _act, _common
 from vcrnn_jax import data
 from vcrnn_jax.papers.act import lm as act_lm
 from vcrnn_jax.papers.act import tasks as act_tasks
+from vcrnn_jax.training import lm
 
 flags.DEFINE_enum('data', 'enwik8', ['enwik8', 'bytes', 'text'], 'Corpus: '
                   '"enwik8" (the paper\'s; bytes), "bytes" (any file as raw '
@@ -75,27 +76,47 @@ flags.adopt_module_key_flags(_act)
 FLAGS = flags.FLAGS
 
 
-def main(processes):
-  model = _act.model_config()
-  kind = 'bytes' if FLAGS.data == 'enwik8' and FLAGS.data_path else FLAGS.data
-  if FLAGS.split_unit != 'line' and kind != 'text':
+def _corpus(values) -> tuple[str, data.Dataset]:
+  """The kind of corpus (enwik8, bytes or text) and its dataset."""
+  kind = ('bytes' if values['data'] == 'enwik8' and values['data_path']
+          else values['data'])
+  if values['split_unit'] != 'line' and kind != 'text':
     raise ValueError('--split_unit is for --data=text (the other corpora '
                      'split at bytes).')
   if kind == 'enwik8':
-    ds = data.load('enwik8', FLAGS.data_dir, max_length=FLAGS.max_bytes)
-  elif not FLAGS.data_path:
+    return kind, data.load('enwik8', values['data_dir'],
+                           max_length=values['max_bytes'])
+  if not values['data_path']:
     raise ValueError(f'--data={kind} reads --data_path; give the file.')
-  else:
-    options = {'split_unit': FLAGS.split_unit} if kind == 'text' else {}
-    ds = data.load(kind, path=FLAGS.data_path, max_length=FLAGS.max_bytes,
-                   **options)
+  options = {'split_unit': values['split_unit']} if kind == 'text' else {}
+  return kind, data.load(kind, path=values['data_path'],
+                         max_length=values['max_bytes'], **options)
+
+
+def _task(values, model, kind: str, ds) -> lm.LanguageModelTask:
   vocab = act_lm.BYTES if kind != 'text' else ds.vocab.size
-  task = act_lm.lm_task(
-      ds.train, ds.valid, model, batch_size=FLAGS.batch_size,
-      seq_len=FLAGS.seq_len, vocab_size=vocab,
-      eval_windows=FLAGS.eval_windows)
+  return act_lm.lm_task(
+      ds.train, ds.valid, model, batch_size=values['batch_size'],
+      seq_len=values['seq_len'], vocab_size=vocab,
+      eval_windows=values['eval_windows'])
+
+
+def build(values):
+  """``(experiment, config)`` of a run with these flag ``values``: what
+  ``main`` trains and ``experiments.load_run`` rebuilds."""
+  model = _act.model_config(values)
+  task = _task(values, model, *_corpus(values))
+  return task.experiment, _act.train_config(values, 'act_wikipedia')
+
+
+def main(processes):
+  values = _common.flag_values()
+  model = _act.model_config(values)
+  kind, ds = _corpus(values)
+  task = _task(values, model, kind, ds)
   workdir = _act.workdir('act_wikipedia')
-  result = _common.train(task.experiment, _act.train_config('act_wikipedia'),
+  result = _common.train(task.experiment,
+                         _act.train_config(values, 'act_wikipedia'),
                          workdir, processes=processes,
                          data_files=ds.meta['files'])
   if FLAGS.plot_ponder_bytes and processes.is_chief():

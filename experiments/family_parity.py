@@ -51,6 +51,7 @@ from vcrnn_jax import registry, tasks
 from vcrnn_jax.files import atomic_write
 from vcrnn_jax.papers.family import parity as family_parity
 from vcrnn_jax.papers.family import plots as family_plots
+from vcrnn_jax.training.train import Experiment, TrainConfig
 
 _D = family_parity.ModelConfig()
 
@@ -125,15 +126,33 @@ flags.adopt_module_key_flags(_common)
 FLAGS = flags.FLAGS
 
 
-def model_config() -> family_parity.ModelConfig:
-  """The model the flags describe."""
+def model_config(values) -> family_parity.ModelConfig:
+  """The model the flag ``values`` (``_common.flag_values``) describe."""
   return family_parity.check_model(family_parity.ModelConfig(
-      method=FLAGS.method, cell=FLAGS.cell, hidden_size=FLAGS.hidden_size,
-      max_steps=FLAGS.max_steps, tau=FLAGS.tau,
-      act_epsilon=FLAGS.act_epsilon, halting_bias=FLAGS.halting_bias,
-      rho=FLAGS.rho, beta=FLAGS.beta, lambda_p=FLAGS.lambda_p,
-      ponder_epsilon=FLAGS.ponder_epsilon, kl=FLAGS.kl,
-      eval_max_steps=FLAGS.eval_max_steps))
+      **{name: values[name] for name in (
+          'method', 'cell', 'hidden_size', 'max_steps', 'tau', 'act_epsilon',
+          'halting_bias', 'rho', 'beta', 'lambda_p', 'ponder_epsilon', 'kl',
+          'eval_max_steps')}))
+
+
+def _setup(values) -> tuple[family_parity.ModelConfig, Experiment,
+                            TrainConfig]:
+  """The model, experiment and training of the flag ``values``."""
+  model = model_config(values)
+  experiment = family_parity.parity_experiment(
+      model, values['setting'], layout=values['layout'], bits=values['bits'],
+      batch_size=values['batch_size'],
+      eval_batch_size=values['eval_batch_size'])
+  config = _common.train_config(
+      values, f'family_parity ({values["method"]}, {values["setting"]})')
+  return model, experiment, config
+
+
+def build(values):
+  """``(experiment, config)`` of a run with these flag ``values``: what
+  ``main`` trains and ``experiments.load_run`` rebuilds."""
+  _, experiment, config = _setup(values)
+  return experiment, config
 
 
 # The final evaluation's metrics repeated at the top of results.json.
@@ -149,15 +168,9 @@ def _seconds_per_update(steps_per_sec) -> float | None:
 
 
 def main(processes):
-  model = model_config()
-  experiment = family_parity.parity_experiment(
-      model, FLAGS.setting, layout=FLAGS.layout, bits=FLAGS.bits,
-      batch_size=FLAGS.batch_size,
-      eval_batch_size=FLAGS.eval_batch_size)
+  model, experiment, config = _setup(_common.flag_values())
   run_dir = _common.default_workdir('family_parity',
                                     leading=('method', 'setting', 'seed'))
-  config = _common.train_config(f'family_parity ({FLAGS.method}, '
-                                f'{FLAGS.setting})')
   result = _common.train(experiment, config, run_dir, processes=processes)
   if not processes.is_chief():
     return result

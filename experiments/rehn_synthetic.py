@@ -40,6 +40,7 @@ the paper's unclipped Adam some RHN/SRHN runs diverge late and end at the
 constant predictor.
 """
 
+from collections.abc import Callable
 import functools
 import pathlib
 
@@ -51,6 +52,7 @@ from vcrnn_jax.models import sequence_model
 from vcrnn_jax.papers.rehn import tasks as rehn_tasks
 from vcrnn_jax.tasks import elastic_depth
 from vcrnn_jax.training import supervised
+from vcrnn_jax.training.train import TrainConfig
 
 _rehn.define_model_flags(
     cell_help='Recurrent cell: rnn (Elman), lstm, rhn (per-layer weights), '
@@ -133,6 +135,42 @@ def floor_line() -> str:
           'any next-step predictor can reach (elastic_depth.noise_floor)')
 
 
+def _tasks(values, spec) -> Callable[[], supervised.ArrayTask]:
+  """The maker of each seed's task (the same data and cell for all)."""
+  cell = rehn_tasks.build_cell(spec)
+  data = elastic_depth.load(values['data_seed'],
+                            num_sequences=values['num_sequences'],
+                            noise_variance=values['noise_variance'])
+  splits = {'train': data.train, 'valid': data.valid, 'test': data.test}
+
+  def make():
+    return supervised.array_experiment(
+        sequence_model(cell, output_size=2), splits, task='regression',
+        batch_size=values['batch_size'],
+        eval_batch_size=values['eval_batch_size'],
+        statistics=rehn_tasks.depth_statistics)
+
+  return make
+
+
+def _train_config(values, spec, per_epoch: int, seed: int) -> TrainConfig:
+  return _common.train_config(
+      values, f'rehn_synthetic {spec.name} seed {seed}',
+      steps=values['steps'] or values['epochs'] * per_epoch,
+      eval_every=values['eval_every'] or per_epoch, seed=seed)
+
+
+def build(values):
+  """``(experiment, config)`` of a run with these flag ``values``: what
+  ``main`` trains and ``experiments.load_run`` rebuilds. ``values['seed']``
+  is the run's seed, one of ``--seeds`` (trained in ``<workdir>/seed=<s>``).
+  """
+  spec = _rehn.model_spec(values)
+  task = _tasks(values, spec)()
+  return task.experiment, _train_config(values, spec, task.steps_per_epoch,
+                                        values['seed'])
+
+
 def main(processes):
   if FLAGS.noise_variance <= 0:
     raise ValueError('--noise_variance must be > 0, got '
@@ -150,18 +188,10 @@ def main(processes):
     out.write_text(text + '\n')
     print(f'wrote {out}')
     return
-  model_spec = _rehn.model_spec()
-  cell = rehn_tasks.build_cell(model_spec)
-  data = elastic_depth.load(FLAGS.data_seed, num_sequences=FLAGS.num_sequences,
-                            noise_variance=FLAGS.noise_variance)
-  splits = {'train': data.train, 'valid': data.valid, 'test': data.test}
-
-  def make():
-    return supervised.array_experiment(
-        sequence_model(cell, output_size=2), splits, task='regression',
-        batch_size=FLAGS.batch_size, eval_batch_size=FLAGS.eval_batch_size,
-        statistics=rehn_tasks.depth_statistics)
-
+  values = _common.flag_values()
+  _rehn.check_cell_flags(FLAGS.cell, _rehn.CELL_FLAGS)
+  model_spec = _rehn.model_spec(values)
+  make = _tasks(values, model_spec)
   task = make()
   per_epoch = task.steps_per_epoch
   workdir = (pathlib.Path(FLAGS.workdir) if FLAGS.workdir else
@@ -169,10 +199,7 @@ def main(processes):
                           model_spec.name + _noise_suffix()))
 
   def config(seed):
-    return _common.train_config(
-        f'rehn_synthetic {model_spec.name} seed {seed}',
-        steps=FLAGS.steps or FLAGS.epochs * per_epoch,
-        eval_every=FLAGS.eval_every or per_epoch, seed=seed)
+    return _train_config(values, model_spec, per_epoch, seed)
 
   def final(result):
     test = task.evaluate_split(result.params, 'test')

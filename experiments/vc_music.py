@@ -62,15 +62,26 @@ FLAGS = flags.FLAGS
 KINDS = ('bar', 'note', 'rest', 'other')
 
 
-def main(processes):
-  if FLAGS.data_path and FLAGS.data_dir:
+def _corpus(values):
+  """The tunes of ``--data_path`` or ``--data_dir``."""
+  if values['data_path'] and values['data_dir']:
     raise ValueError('give --data_path (the tune file) or --data_dir (the '
                      'folder holding thesession/), not both.')
-  options = {'pair_durations': True, 'shuffle_seed': FLAGS.shuffle_seed}
-  if FLAGS.data_path:
-    ds = data.load('thesession', path=FLAGS.data_path, **options)
-  else:
-    ds = data.load('thesession', FLAGS.data_dir, **options)
+  options = {'pair_durations': True, 'shuffle_seed': values['shuffle_seed']}
+  if values['data_path']:
+    return data.load('thesession', path=values['data_path'], **options)
+  return data.load('thesession', values['data_dir'], **options)
+
+
+def build(values):
+  """``(experiment, config)`` of a run with these flag ``values``: what
+  ``main`` trains and ``experiments.load_run`` rebuilds."""
+  return _vc.build(values, 'vc_music', _corpus(values))
+
+
+def main(processes):
+  values = _common.flag_values()
+  ds = _corpus(values)
   print(f'{ds.vocab.size} symbols; {ds.meta["num_tunes"]} tunes; '
         f'{len(ds.train)}/{len(ds.valid)}/{len(ds.test)} tokens')
 
@@ -84,8 +95,9 @@ def main(processes):
                             for l in found['length']]}
 
   _vc.train_and_analyse(
-      'vc_music', _vc.truncate(ds.train), _vc.truncate(ds.valid),
-      _vc.truncate(ds.test), ds.vocab.size, decode=ds.vocab.decode,
+      'vc_music', _vc.truncate(values, ds.train),
+      _vc.truncate(values, ds.valid), _vc.truncate(values, ds.test),
+      ds.vocab.size, decode=ds.vocab.decode,
       classes=classes, metric='perplexity',
       data_files=ds.meta['files'], processes=processes)
 

@@ -88,15 +88,33 @@ flags.adopt_module_key_flags(_vc)
 FLAGS = flags.FLAGS
 
 
-def main(processes):
-  if FLAGS.buffer_bits and FLAGS.level != 'bit':
+def _corpus(values):
+  """The dataset of ``--level`` and, at char level, its word boundaries."""
+  if values['buffer_bits'] and values['level'] != 'bit':
     raise ValueError('--buffer_bits is for --level=bit only.')
-  if FLAGS.boundary_target is not None and FLAGS.level != 'char':
+  if values['boundary_target'] is not None and values['level'] != 'char':
     raise ValueError('--boundary_target is for --level=char only.')
-  if FLAGS.level == 'char':
-    ds = data.load('ptb_char', FLAGS.data_dir, word_boundaries=True)
-    bounds = [ds.vocab.token_to_id[c] for c in ('_', '\n')
-              if c in ds.vocab]
+  if values['level'] == 'char':
+    ds = data.load('ptb_char', values['data_dir'], word_boundaries=True)
+    return ds, [ds.vocab.token_to_id[c] for c in ('_', '\n')
+                if c in ds.vocab]
+  ds = data.load('ptb_bit', values['data_dir'],
+                 buffer_bits=values['buffer_bits'])
+  return ds, None
+
+
+def build(values):
+  """``(experiment, config)`` of a run with these flag ``values``: what
+  ``main`` trains and ``experiments.load_run`` rebuilds."""
+  ds, bounds = _corpus(values)
+  return _vc.build(values, 'vc_ptb', ds, boundary_ids=bounds,
+                   boundary_target=values['boundary_target'])
+
+
+def main(processes):
+  values = _common.flag_values()
+  ds, bounds = _corpus(values)
+  if values['level'] == 'char':
 
     def classes(ids, offset):
       del offset
@@ -104,7 +122,6 @@ def main(processes):
 
     bits = None
   else:
-    ds = data.load('ptb_bit', FLAGS.data_dir, buffer_bits=FLAGS.buffer_bits)
     positions = ds.meta['bit_position']['valid']
     char_vocab = ds.meta['char_vocab']
 
@@ -112,18 +129,17 @@ def main(processes):
       pos = positions[offset:offset + len(ids)]
       kinds = ['buffer bit' if p < 0 else 'character bit' for p in pos]
       out = {'bit kind': kinds, 'bit position': vc_lm.bit_classes(pos)}
-      if FLAGS.buffer_bits:
+      if values['buffer_bits']:
         out['buffer bit'] = vc_lm.buffer_classes(pos)
       return out
 
     bits = {'positions': positions, 'period': ds.meta['period'],
             'chars': char_vocab.decode(ds.meta['char_ids']['valid'][:5000])}
-    bounds = None
   _vc.train_and_analyse(
-      'vc_ptb', _vc.truncate(ds.train), _vc.truncate(ds.valid),
-      _vc.truncate(ds.test), ds.vocab.size, decode=ds.vocab.decode,
+      'vc_ptb', _vc.truncate(values, ds.train), _vc.truncate(values, ds.valid),
+      _vc.truncate(values, ds.test), ds.vocab.size, decode=ds.vocab.decode,
       classes=classes, boundary_ids=bounds, bits=bits,
-      boundary_target=FLAGS.boundary_target,
+      boundary_target=values['boundary_target'],
       leading=('level', 'cell', 'seed'),
       data_files=ds.meta['files'], processes=processes)
 

@@ -44,20 +44,33 @@ flags.adopt_module_key_flags(_vc)
 FLAGS = flags.FLAGS
 
 
-def main(processes):
-  ds = data.load('text8', FLAGS.data_dir, max_length=FLAGS.max_chars,
+def _corpus(values):
+  """Text8 and its word boundary (the space)."""
+  ds = data.load('text8', values['data_dir'], max_length=values['max_chars'],
                  word_boundaries=True)
-  bounds = [ds.vocab.token_to_id[' ']]
+  return ds, [ds.vocab.token_to_id[' ']]
+
+
+def build(values):
+  """``(experiment, config)`` of a run with these flag ``values``: what
+  ``main`` trains and ``experiments.load_run`` rebuilds."""
+  ds, bounds = _corpus(values)
+  return _vc.build(values, 'vc_text8', ds, boundary_ids=bounds)
+
+
+def main(processes):
+  values = _common.flag_values()
+  ds, bounds = _corpus(values)
 
   def classes(ids, offset):
     del offset
     return vc_lm.word_groupings(ids, bounds)
 
   _vc.train_and_analyse(
-      'vc_text8', _vc.truncate(ds.train), _vc.truncate(ds.valid),
-      _vc.truncate(ds.test), ds.vocab.size, decode=ds.vocab.decode,
-      classes=classes, boundary_ids=bounds,
-      data_files=ds.meta['files'], processes=processes)
+      'vc_text8', _vc.truncate(values, ds.train),
+      _vc.truncate(values, ds.valid), _vc.truncate(values, ds.test),
+      ds.vocab.size, decode=ds.vocab.decode, classes=classes,
+      boundary_ids=bounds, data_files=ds.meta['files'], processes=processes)
 
 
 if __name__ == '__main__':

@@ -432,11 +432,17 @@ def restore_latest_params(experiment: Experiment, config: TrainConfig,
                           workdir) -> tuple[int, Any]:
   """``(step, params)`` of the latest checkpoint a run in ``workdir`` saved.
 
+  A checkpoint holds the leaves of the training state, not the model that
+  made them: ``experiment`` and ``config`` say what they are. For a
+  binary's run, ``experiments.load_run(workdir)`` rebuilds both from the
+  flags the run recorded and calls this.
+
   Args:
-    experiment: the run's :class:`Experiment`: its ``init`` gives the
-      structure, shapes and dtypes the checkpoint is restored into (a
-      binary's run is rebuilt by calling the binary's own task builder with
-      the flags in ``<workdir>/flags.json``).
+    experiment: the run's :class:`Experiment`, built as the run built it.
+      Only its ``init`` is called (with ``config.seed``): the params it
+      returns give the structure, shapes and dtypes the checkpoint is
+      restored into, so it must make the run's model (cell, sizes); its
+      data and evaluation settings do not matter.
     config: the optimizer the run trained with (its state is part of the
       checkpoint's structure); the steps and evaluation settings do not
       matter.
@@ -444,7 +450,9 @@ def restore_latest_params(experiment: Experiment, config: TrainConfig,
       ``<workdir>/checkpoints``).
 
   Raises:
-    ValueError: ``workdir`` holds no checkpoint.
+    ValueError: ``workdir`` holds no checkpoint, none is readable, or the
+      latest does not have the structure of ``experiment``'s params and
+      ``config``'s optimizer state (another model or optimizer).
   """
   _, target = initial_state(experiment, config)
   directory = pathlib.Path(workdir) / 'checkpoints'
