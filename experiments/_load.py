@@ -55,7 +55,8 @@ __all__ = ['BINARIES', 'Run', 'load_run']
 BINARIES = tuple(f'experiments.{name}' for name in (
     'act_addition', 'act_logic', 'act_parity', 'act_sort', 'act_wikipedia',
     'family_adding', 'family_parity', 'rehn_har', 'rehn_ptb',
-    'rehn_synthetic', 'vc_europarl', 'vc_music', 'vc_ptb', 'vc_text8'))
+    'rehn_synthetic', 'vc_europarl', 'vc_music', 'vc_ptb', 'vc_text8',
+    'depth_logic'))
 
 # The flags that say where a binary's corpus is, which a caller may move.
 _DATA_FLAGS = ('data_dir', 'data_path')
