@@ -12,6 +12,9 @@ name no paper, and nothing below imports from here.
   1 and 2, seeds);
 * :mod:`vcrnn_jax.papers.vc`: Jernite et al. 2017 (the language models, the
   scheduler's analysis and figures).
+* :mod:`vcrnn_jax.papers.depth`: adaptive Transformer depth on ACT's logic
+  task, no paper's experiment (the results page of the Universal
+  Transformer's and ACT's claims on it).
 """
 
 # Nothing at the package level: the modules listed above are the API.

@@ -16,6 +16,7 @@ from typing import Any
 
 from vcrnn_jax.analysis import bench_records, records, verify
 from vcrnn_jax.papers.act import results as act_results
+from vcrnn_jax.papers.depth import results as depth_results
 from vcrnn_jax.papers.family import results as family_results
 from vcrnn_jax.papers.rehn import results as rehn_results
 from vcrnn_jax.papers.vc import results as vc_results
@@ -40,7 +41,7 @@ __all__ = [
 
 # The paper modules that turn records into outputs, in page order.
 PAPERS = {'act': act_results, 'vc': vc_results, 'rehn': rehn_results,
-          'family': family_results}
+          'family': family_results, 'depth': depth_results}
 RECORDS = pathlib.Path('docs', 'results', 'records')
 GENERATED = pathlib.Path('docs', 'results', 'generated')
 # Hand-written files with blocks copied from generated fragments.
@@ -51,7 +52,8 @@ QUOTING = (pathlib.Path('README.md'),
 RESULT_PAGES = (pathlib.Path('README.md'),
                 pathlib.Path('docs', 'getting_started.md'),
                 *(pathlib.Path('docs', 'results', f'{name}.md') for name in
-                  ('act', 'vc', 'rehn', 'family', 'reproducing')))
+                  ('act', 'vc', 'rehn', 'family', 'depth',
+                   'reproducing')))
 # The one marked appendix of a page that may keep typed history: from this
 # heading to the end of the page, with no verdict.
 HISTORY = '## History: typed runs, no verdicts'

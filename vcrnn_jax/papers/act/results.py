@@ -58,6 +58,7 @@ __all__ = [
     'sweep_table',
     'sweep_verdicts',
     'sweep_data',
+    'draw_sweep',
     'outputs',
 ]
 
