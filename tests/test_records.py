@@ -363,6 +363,22 @@ def test_act_tau_sweep_pools_by_tau_and_decides_each_claim(tmp_path):
       o.path for o in act_results.outputs({act_results.MAIN: groups[
           act_results.MAIN]})}
 
+
+def test_act_avx2_twin_is_paired_with_records_of_its_own_code():
+  from vcrnn_jax.papers.act import results as act_results
+
+  def at(commit, seed, error):
+    return {**_act_record(seed, error), 'commit': commit * 40}
+  main = [at('a', s, 0.02) for s in range(3)]
+  older = [at('b', s, 0.01) for s in range(3)]
+  avx2 = [at('b', s, 0.01) for s in range(2)]
+  assert act_results.same_code(avx2, main, older) is older
+  assert act_results.same_code(avx2, main) == ()
+  # Against records of other code there is no instruction-set sentence.
+  assert 'AVX2' not in act_results.main_command_text(main, [], {}, avx2, ())
+  text = act_results.main_command_text(main, [], {}, avx2, older)
+  assert 'changed nothing: seeds 0, 1' in text
+
 def test_tree_commit_dirty_ignores_excluded_folders(tmp_path):
   def git(*args):
     subprocess.run(['git', '-C', str(tmp_path), *args], check=True,

@@ -42,6 +42,7 @@ __all__ = [
     'UNRECORDED',
     'DIFFICULTY_BINS',
     'main_command_text',
+    'same_code',
     'bound_verdict',
     'difficulty_slope',
     'summary_text',
@@ -138,11 +139,17 @@ def _error_at(run: Mapping[str, Any], step: int) -> float | None:
 def main_command_text(main: Sequence[Mapping[str, Any]],
                       no_act: Sequence[Mapping[str, Any]],
                       statuses: Mapping[str, Mapping[str, Any]] | None = None,
-                      avx2: Sequence[Mapping[str, Any]] = ()) -> str:
+                      avx2: Sequence[Mapping[str, Any]] = (),
+                      avx2_base: Sequence[Mapping[str, Any]] | None = None
+                      ) -> str:
   """The headline of README.md and getting started: the main command's
   seeds (mean with its 95% interval, every seed listed), the verdict on the
-  paper's bound by its criterion, the wall time and the baseline; and, when
-  ``experiments.verify`` found the records stale, that."""
+  paper's bound by its criterion, the wall time and the baseline; what the
+  AVX2 twin moves against ``avx2_base`` (the records of its code; None:
+  ``main``); and, when ``experiments.verify`` found the records stale,
+  that."""
+  if avx2_base is None:
+    avx2_base = main
   errors = _errors(main)
   ponder = [r['final']['ponder'] for r in main]
   walls = [r['wall_s'] for r in main if r.get('wall_s') is not None]
@@ -168,12 +175,28 @@ def main_command_text(main: Sequence[Mapping[str, Any]],
     text += (f' The same network without ACT (`--act=false`, '
              f'{_steps_k(no_act)} steps, {records.seeds_text(no_act)}) stays '
              f'at {_mean_std_pct(_errors(no_act))}.')
-  if avx2:
-    text += ' ' + _isa_sentence(avx2, main)
+  if avx2 and avx2_base:
+    text += ' ' + _isa_sentence(avx2, avx2_base)
   entry = (statuses or {}).get(MAIN)
   if entry and entry['status'] == 'stale':
     text += ' ' + verify.status_line(MAIN, main, statuses)
   return text + '\n'
+
+
+def same_code(twins: Sequence[Mapping[str, Any]],
+              *candidates: Sequence[Mapping[str, Any]]
+              ) -> Sequence[Mapping[str, Any]]:
+  """The first of ``candidates`` made at the commit of ``twins``, or ().
+
+  A twin changes one thing (the instruction set) against records of the
+  same code; paired with records of another commit it would also measure
+  the code's change.
+  """
+  commits = {r['commit'] for r in twins}
+  for runs in candidates:
+    if runs and {r['commit'] for r in runs} == commits:
+      return runs
+  return ()
 
 
 def _isa_sentence(avx2, main) -> str:
@@ -230,9 +253,14 @@ def _paired_by_seed(a, b, key):
 def summary_text(main: Sequence[Mapping[str, Any]],
                  no_act: Sequence[Mapping[str, Any]],
                  avx2: Sequence[Mapping[str, Any]] = (),
-                 older: Sequence[Mapping[str, Any]] = ()) -> str:
+                 older: Sequence[Mapping[str, Any]] = (),
+                 avx2_base: Sequence[Mapping[str, Any]] | None = None) -> str:
   """The page's summary: each claim of Sec. 3 with the paper's number and
-  source, ours from the records, and the verdict with its criterion."""
+  source, ours from the records, and the verdict with its criterion; the
+  twins against the records of their own code (``avx2_base``; None:
+  ``main``)."""
+  if avx2_base is None:
+    avx2_base = main
   fmt = verdicts.pct
   rows = []
   v = bound_verdict(main)
@@ -257,9 +285,11 @@ def summary_text(main: Sequence[Mapping[str, Any]],
   rows.append(['parity: ponder grows with difficulty at $\\tau = 0.01$',
                'grows about linearly at intermediate $\\tau$ (Fig. 6)',
                *v.cells()])
-  if avx2:
+  if avx2 and avx2_base:
+    commit = avx2[0]['commit'][:7]
     rows.append(twin_row('the same seeds compiled for another instruction '
-                         'set', 'AVX2 against AVX-512', avx2, main))
+                         'set', f'AVX2 against AVX-512, both at commit '
+                         f'{commit}', avx2, avx2_base))
   if older:
     commit = older[0]['commit'][:7]
     rows.append(twin_row('the same seeds on older code',
@@ -575,12 +605,14 @@ def outputs(groups: Mapping[str, Sequence[Mapping[str, Any]]],
     return []
   statuses = statuses or {}
   curves = curves_data(main, no_act)
+  avx2, older = groups.get(AVX2, []), groups.get(OLDER, [])
+  avx2_base = same_code(avx2, main, older)
   out = [records.Output('act/main_command.md',
-                        main_command_text(main, no_act, statuses,
-                                          groups.get(AVX2, []))),
+                        main_command_text(main, no_act, statuses, avx2,
+                                          avx2_base)),
          records.Output('act/headline.md', headline_text(main, no_act)),
          records.Output('act/summary.md', summary_text(
-             main, no_act, groups.get(AVX2, []), groups.get(OLDER, []))),
+             main, no_act, avx2, older, avx2_base)),
          records.Output('act/parity_seeds.md', seeds_table(
              main, verify.status_line(MAIN, main, statuses))),
          records.Output('act/parity_curves.svg', data=curves,
