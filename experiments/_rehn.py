@@ -9,6 +9,7 @@ from absl import flags
 from experiments import _common
 from vcrnn_jax import loops
 from vcrnn_jax.papers.rehn import tasks as rehn_tasks
+from vcrnn_jax.training.train import TrainConfig
 
 FLAGS = flags.FLAGS
 
@@ -67,3 +68,12 @@ def model_spec(values: Mapping[str, Any]) -> rehn_tasks.ModelSpec:
       depth=values['depth'], max_depth=values['max_depth'],
       hyper_size=values['hyper_size'], loop=loops.LoopConfig(
           values['loop'], checkpoints=values['ponder_slots']))
+
+
+def epoch_train_config(values: Mapping[str, Any], desc: str, per_epoch: int,
+                       seed: int) -> TrainConfig:
+  """The run's TrainConfig: ``--steps`` or ``--epochs`` of ``per_epoch``
+  updates, evaluated every ``--eval_every`` or every epoch."""
+  return _common.train_config(
+      values, desc, steps=values['steps'] or values['epochs'] * per_epoch,
+      eval_every=values['eval_every'] or per_epoch, seed=seed)

@@ -139,10 +139,8 @@ def _name(values, spec) -> str:
 
 def _train_config(values, name: str, per_epoch: int,
                   seed: int) -> TrainConfig:
-  return _common.train_config(
-      values, f'rehn_har {name} seed {seed}',
-      steps=values['steps'] or values['epochs'] * per_epoch,
-      eval_every=values['eval_every'] or per_epoch, seed=seed)
+  return _rehn.epoch_train_config(values, f'rehn_har {name} seed {seed}',
+                                  per_epoch, seed)
 
 
 def build(values):

@@ -154,10 +154,8 @@ def _tasks(values, spec) -> Callable[[], supervised.ArrayTask]:
 
 
 def _train_config(values, spec, per_epoch: int, seed: int) -> TrainConfig:
-  return _common.train_config(
-      values, f'rehn_synthetic {spec.name} seed {seed}',
-      steps=values['steps'] or values['epochs'] * per_epoch,
-      eval_every=values['eval_every'] or per_epoch, seed=seed)
+  return _rehn.epoch_train_config(
+      values, f'rehn_synthetic {spec.name} seed {seed}', per_epoch, seed)
 
 
 def build(values):
