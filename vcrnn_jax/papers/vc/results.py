@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from vcrnn_jax.analysis import plots, records, verdicts, verify
+from vcrnn_jax.papers.vc import frontier
 
 __all__ = [
     'PTB',
@@ -402,13 +403,17 @@ def music_rows(music: Mapping[str, list]) -> Rows:
                 ('eighth notes', _of('mean_m_by_class', length, EIGHTH)))]
 
 
-def unrecorded_rows() -> Rows:
-  """The paper's claims no record here tests."""
+def unrecorded_rows(groups=None) -> Rows:
+  """The paper's claims no record here tests (the VCGRU row only until
+  the PTB frontier has a VCGRU)."""
   def row(claim, paper, reason):
     return _row(claim, paper, '', verdicts.not_recorded(reason))
+  vcgru = any(m.cell == 'vcgru'
+              for m in frontier.models(groups or {}, 'ptb'))
   return [
-      row('a VCGRU reaches a GRU\'s bpc at less computation', PAPER_VCGRU,
-          'no VCGRU or GRU run is recorded'),
+      *([] if vcgru else [
+          row('a VCGRU reaches a GRU\'s bpc at less computation',
+              PAPER_VCGRU, 'no VCGRU or GRU run is recorded')]),
       row('bit-level PTB: a VCRNN below an Elman RNN\'s bits per bit at '
           'less computation', PAPER_BIT, 'no bit-level run is recorded'),
       row('bit level: computation follows the character; buffers are '
@@ -424,9 +429,14 @@ def summary(groups: Mapping[str, Sequence[Mapping[str, Any]]]) -> str:
   """The summary table: every claim of the paper, its verdict from the
   records, and where the records were made."""
   ptb, music = _experiments(groups, PTB), _experiments(groups, MUSIC)
-  rows = ptb_rows(ptb) + music_rows(music) + unrecorded_rows()
+  fronts = [frontier.frontier_rows(groups, corpus)
+            for corpus in frontier.CORPORA]
+  rows = (ptb_rows(ptb) + music_rows(music) + [r for f in fronts for r in f]
+          + unrecorded_rows(groups))
   text = records.table(SUMMARY_HEADER, rows)
-  every = [r for runs in [*ptb.values(), *music.values()] for r in runs]
+  every = [r for runs in [*ptb.values(), *music.values(),
+                          *_experiments(groups, frontier.FRONTIER).values()]
+           for r in runs]
   return text + ('\n' + records.provenance(every) + '\n' if every else '')
 
 
@@ -462,7 +472,7 @@ def outputs(groups: Mapping[str, Sequence[Mapping[str, Any]]],
   if where:
     out.append(records.Output('vc/where.svg', data=where,
                               draw=lambda p: draw_where(where, p)))
-  return out
+  return out + frontier.outputs(groups, statuses)
 
 
 def ptb_outputs(ptb: Mapping[str, list],

@@ -1,0 +1,123 @@
+"""VC's frontier (vcrnn_jax.papers.vc.frontier): likelihood against
+computation, each VC setting judged against its constant counterpart at its
+own RNN-d, seed by seed."""
+
+import pytest
+
+from vcrnn_jax.papers.vc import frontier
+from vcrnn_jax.papers.vc import results as vc
+
+
+def _record(seed: int, rnn_d: float, bpc: float, steps: int = 6000) -> dict:
+  return {'seed': seed, 'steps': steps, 'commit': 'a' * 40, 'dirty': False,
+          'flags': {}, 'machine': {'name': 'CPU-2'},
+          'versions': {'python': '3.11.7'},
+          'results': {'test': {'rnn_d': rnn_d, 'bpc': bpc, 'perplexity': bpc,
+                               'cost': rnn_d ** 2, 'm': 0.5}}}
+
+
+def _groups(corpus='ptb', **by_model) -> dict:
+  """model -> [(rnn_d, metric) per seed]."""
+  return {f'{frontier.FRONTIER}{corpus}_{model}': [
+      _record(seed, d, y) for seed, (d, y) in enumerate(points)]
+          for model, points in by_model.items()}
+
+
+ELMAN = dict(elman128=[(128, 2.00), (128, 2.02), (128, 2.01)],
+             elman256=[(256, 1.80), (256, 1.82), (256, 1.81)])
+
+
+@pytest.mark.parametrize('name,expected', [
+    ('elman128', frontier.Model('elman', 128, None)),
+    ('vcrnn256_m0.3', frontier.Model('vcrnn', 256, 0.3)),
+    ('vcgru192_m0.5', frontier.Model('vcgru', 192, 0.5))])
+def test_folder_names_parse(name, expected):
+  assert frontier.parse(name) == expected
+  assert frontier._folder(expected) == name
+
+
+def test_a_bad_folder_name_says_what_is_expected():
+  with pytest.raises(ValueError, match='elman128 or vcrnn256_m0.3'):
+    frontier.parse('vcrnn_big')
+
+
+def test_interpolation_stays_inside_the_frontier():
+  pts = [(128, 2.0), (256, 1.8)]
+  assert frontier.interpolate(pts, 192) == pytest.approx(1.9)
+  assert frontier.interpolate(pts, 128) == 2.0
+  assert frontier.interpolate(pts, 100) is None
+  assert frontier.interpolate(pts, 300) is None
+
+
+def test_gains_pair_each_seed_with_its_own_counterpart():
+  groups = _groups(**ELMAN, **{'vcrnn256_m0.5': [(192, 1.85), (192, 1.95),
+                                                 (300, 1.7)]})
+  found = frontier.models(groups, 'ptb')
+  base = {m: r for m, r in found.items() if m.cell == 'elman'}
+  vc_runs = found[frontier.Model('vcrnn', 256, 0.5)]
+  got = frontier.gains(vc_runs, base, 'bpc')
+  # Seed 0: Elman at 192 is (2.00 + 1.80) / 2 = 1.90; seed 1: 1.92. Seed 2
+  # lies beyond the widest Elman and is left out.
+  assert got == pytest.approx({0: 0.05, 1: -0.03})
+
+
+def test_verdict_holds_when_every_seed_is_below_the_frontier():
+  better = _groups(**ELMAN, **{'vcrnn256_m0.5': [(192, 1.85), (192, 1.86),
+                                                 (192, 1.86)]})
+  (row,) = frontier.frontier_rows(better, 'ptb')
+  assert row[3] == '**holds**'
+  assert '3 of 3 seeds inside the Elman frontier (RNN-d 128-256)' in row[2]
+  worse = _groups(**ELMAN, **{'vcrnn256_m0.5': [(192, 1.95), (192, 1.97),
+                                                (192, 1.96)]})
+  assert frontier.frontier_rows(worse, 'ptb')[0][3] == '**does not hold**'
+
+
+def test_outside_the_frontier_is_undecided():
+  beyond = _groups(**ELMAN, **{'vcrnn512_m0.9': [(400, 1.7)] * 3})
+  (row,) = frontier.frontier_rows(beyond, 'ptb')
+  assert row[3] == '**undecided**'
+  assert '0 of 3 seeds inside' in row[2]
+
+
+def test_vcgru_is_judged_against_gru_only():
+  groups = _groups(**ELMAN, gru128=[(180, 1.9)] * 3, gru256=[(360, 1.7)] * 3,
+                   **{'vcgru256_m0.5': [(270, 1.75)] * 3})
+  (row,) = frontier.frontier_rows(groups, 'ptb')
+  assert 'VCGRU-256 (m̄ 0.5) below the GRU frontier' in row[0]
+  # GRU at RNN-d 270: 1.9 + (1.7 - 1.9) * 90 / 180 = 1.8, so every seed
+  # gains 0.05 (the Elman frontier would give no verdict: 270 > 256).
+  assert '3 of 3 seeds inside the GRU frontier (RNN-d 180-360)' in row[2]
+  assert '; 0.0500 (95% CI' in row[2]
+  assert row[3] == '**holds**'
+
+
+def test_the_table_lists_every_seed_and_its_status():
+  groups = _groups(**ELMAN)
+  text = frontier.frontier_table(groups, 'ptb')
+  assert '| Elman-128 | 128.0 ± 0.0 | 16,384 |' in text
+  assert '2.0000 / 2.0200 / 2.0100' in text
+  assert text.count("Not verified against today's code") == 2
+
+
+def test_the_summary_takes_the_frontier_rows_and_drops_the_unrecorded_vcgru():
+  groups = _groups(**ELMAN, gru128=[(180, 1.9)] * 3, gru256=[(360, 1.7)] * 3,
+                   **{'vcgru256_m0.5': [(270, 1.75)] * 3})
+  text = vc.summary(groups)
+  assert 'VCGRU-256 (m̄ 0.5) below the GRU frontier' in text
+  assert 'no VCGRU or GRU run is recorded' not in text
+  assert 'no VCGRU or GRU run is recorded' in vc.summary({})
+
+
+def test_outputs_per_corpus_with_records():
+  groups = _groups(**ELMAN) | _groups('music', elman128=[(128, 9.0)] * 3)
+  paths = [o.path for o in frontier.outputs(groups)]
+  assert paths == ['vc/frontier_ptb.md', 'vc/frontier_ptb.svg',
+                   'vc/frontier_music.md', 'vc/frontier_music.svg']
+  assert frontier.outputs({}) == []
+
+
+def test_the_figure_draws(tmp_path):
+  groups = _groups(**ELMAN, **{'vcrnn256_m0.5': [(192, 1.85)] * 3})
+  data = frontier.frontier_data(groups, 'ptb')
+  path = frontier.draw_frontier(data, tmp_path / 'f.svg')
+  assert path.read_text().startswith('<?xml')

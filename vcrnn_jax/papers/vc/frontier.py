@@ -1,0 +1,267 @@
+r"""VC's central claim as a frontier: held-out likelihood against computation.
+
+Sec. 5 asks whether a VC network "lead[s] to lower perplexity than a
+constant computation counterpart which performs as many or more
+operations"; Table 1 (music), Table 3 (PTB) and Fig. 4 (Europarl) answer it
+with a few points of likelihood against computation. Here every width of the
+constant-computation network and every setting of the VC network is a
+folder of records, one record per seed:
+
+* ``vc/frontier_<corpus>_<model>``: ``corpus`` is ``ptb``
+  (``experiments.vc_ptb --level=char``: bits per character) or ``music``
+  (``experiments.vc_music``: perplexity); ``model`` is the cell and width,
+  ``elman128``, ``gru192``, and for a VC cell its target
+  :math:`\bar m` too, ``vcrnn256_m0.3``.
+
+Computation is RNN-d, Table 3's measure: the width of the Elman network that
+runs as many multiplications per step (for a VC cell, from the dimensions
+the hard path updates; for a fixed cell, its own equivalent width), beside
+the multiplications per step themselves.
+
+The verdict compares a VC setting with the frontier of its constant
+counterpart (VCRNN with Elman, VCGRU with GRU) *at the VC run's own RNN-d*,
+seed by seed: the counterpart's held-out metric of the same seed,
+interpolated linearly in RNN-d between its two nearest widths, minus the VC
+run's. :func:`vcrnn_jax.analysis.verdicts.sign_every_seed` decides on those
+gains; a VC run whose RNN-d lies outside the widths trained has no
+interpolated counterpart and does not count.
+"""
+
+from collections.abc import Mapping, Sequence
+import re
+from typing import Any, NamedTuple
+
+from vcrnn_jax.analysis import plots, records, verdicts, verify
+
+__all__ = [
+    'FRONTIER',
+    'CORPORA',
+    'COUNTERPART',
+    'Model',
+    'parse',
+    'models',
+    'interpolate',
+    'gains',
+    'frontier_table',
+    'frontier_rows',
+    'frontier_data',
+    'draw_frontier',
+    'outputs',
+]
+
+FRONTIER = 'vc/frontier_'
+# corpus -> (the held-out metric, its name, what the paper's claim is from).
+CORPORA = {
+    'ptb': ('bpc', 'test bits per character', 'Table 3, Sec. 5.2.1'),
+    'music': ('perplexity', 'test perplexity', 'Table 1, Sec. 5.1'),
+}
+# Each VC cell and the constant-computation cell it is compared with.
+COUNTERPART = {'vcrnn': 'elman', 'vcgru': 'gru'}
+_NAMES = {'elman': 'Elman', 'gru': 'GRU', 'vcrnn': 'VCRNN', 'vcgru': 'VCGRU'}
+_MODEL = re.compile(
+    r'^(?P<cell>[a-z]+?)(?P<width>\d+)(?:_m(?P<target>[\d.]+))?$')
+
+
+class Model(NamedTuple):
+  """A folder's model: its cell, width D and (VC cells) target m̄."""
+  cell: str
+  width: int
+  target: float | None
+
+  @property
+  def label(self) -> str:
+    """``'VCRNN-256 (m̄ 0.3)'``, ``'Elman-128'``."""
+    base = f'{_NAMES.get(self.cell, self.cell)}-{self.width}'
+    return base if self.target is None else f'{base} (m̄ {self.target:g})'
+
+
+def parse(model: str) -> Model:
+  """``'vcrnn256_m0.3'`` -> ``Model('vcrnn', 256, 0.3)``."""
+  match = _MODEL.match(model)
+  if match is None:
+    raise ValueError(f'not a frontier model name: {model!r} (expected '
+                     'e.g. elman128 or vcrnn256_m0.3)')
+  target = match['target']
+  return Model(match['cell'], int(match['width']),
+               None if target is None else float(target))
+
+
+def models(groups: Mapping[str, Sequence[Mapping[str, Any]]], corpus: str
+           ) -> dict[Model, list]:
+  """The corpus's folders, by model, widest computation last."""
+  prefix = f'{FRONTIER}{corpus}_'
+  found = {parse(name[len(prefix):]): list(runs)
+           for name, runs in groups.items() if name.startswith(prefix)}
+  return dict(sorted(found.items(),
+                     key=lambda kv: (kv[0].cell, kv[0].width,
+                                     kv[0].target or 0.0)))
+
+
+def _test(run: Mapping[str, Any], key: str) -> float | None:
+  return records.value(run, f'results.test.{key}')
+
+
+def interpolate(points: Sequence[tuple[float, float]], x: float
+                ) -> float | None:
+  """The piecewise-linear curve through ``points`` (x, y) at ``x``; None
+  outside their range (a frontier is not extrapolated)."""
+  pts = sorted(points)
+  if not pts or x < pts[0][0] or x > pts[-1][0]:
+    return None
+  for (x0, y0), (x1, y1) in zip(pts, pts[1:]):
+    if x0 <= x <= x1:
+      return y0 if x1 == x0 else y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+  return pts[0][1]                      # a single point, x equal to it
+
+
+def gains(vc_runs: Sequence[Mapping[str, Any]],
+          base: Mapping[Model, Sequence[Mapping[str, Any]]], metric: str
+          ) -> dict[int, float]:
+  """Per seed: the counterpart's metric interpolated at the VC run's RNN-d
+  (from the counterpart's runs of that seed) minus the VC run's. Positive:
+  the VC run is better at its computation. Seeds whose RNN-d lies outside
+  the counterpart's widths, or with fewer than two widths, are left out."""
+  out = {}
+  for run in vc_runs:
+    seed = run['seed']
+    points = [(_test(r, 'rnn_d'), _test(r, metric))
+              for runs in base.values() for r in runs if r['seed'] == seed]
+    points = [p for p in points if None not in p]
+    x, y = _test(run, 'rnn_d'), _test(run, metric)
+    if len(points) < 2 or x is None or y is None:
+      continue
+    at = interpolate(points, x)
+    if at is not None:
+      out[seed] = at - y
+  return out
+
+
+def _ms(values, digits: int) -> str:
+  mean, std, _ = records.mean_std(values)
+  return f'{mean:.{digits}f}' + ('' if std is None else f' ± {std:.{digits}f}')
+
+
+def frontier_table(groups, corpus: str, statuses=None) -> str:
+  """Every model of the corpus: RNN-d, multiplications per step and the
+  held-out metric over seeds (every seed listed), then each folder's
+  verification status."""
+  found = models(groups, corpus)
+  if not found:
+    return ''
+  metric, what, _ = CORPORA[corpus]
+  rows = []
+  for model, runs in found.items():
+    values = [_test(r, metric) for r in sorted(runs, key=lambda r: r['seed'])]
+    rows.append([
+        model.label, _ms([_test(r, 'rnn_d') for r in runs], 1),
+        f'{records.mean_std(_test(r, "cost") for r in runs)[0]:,.0f}',
+        _ms([_test(r, 'm') for r in runs], 3), _ms(values, 4),
+        ' / '.join(f'{v:.4f}' for v in values), records.seeds_text(runs),
+        ', '.join(f'{s:,}' for s in sorted({r['steps'] for r in runs}))])
+  every = [r for runs in found.values() for r in runs]
+  status = '\n'.join(
+      f'- {m.label}: '
+      + verify.status_line(f'{FRONTIER}{corpus}_{_folder(m)}', runs,
+                           statuses or {}) for m, runs in found.items())
+  return (records.table(
+      ['model', 'RNN-d', 'multiplications per step', 'mean m_t', what,
+       'per seed', 'seeds', 'updates'], rows)
+          + f'\nRNN-d and mean $m_t$ on the test split; {what} of the final '
+          'parameters. ' + records.provenance(every) + '\n\n' + status + '\n')
+
+
+def _folder(model: Model) -> str:
+  base = f'{model.cell}{model.width}'
+  return base if model.target is None else f'{base}_m{model.target:g}'
+
+
+def _fmt(corpus: str):
+  return (lambda x: f'{x:.4f}') if corpus == 'ptb' else (lambda x: f'{x:.3f}')
+
+
+def frontier_rows(groups, corpus: str) -> list[list[str]]:
+  """One summary row (claim, the paper, here, verdict, criterion) per VC
+  setting of the corpus: its metric against its counterpart's frontier at
+  the same RNN-d."""
+  found = models(groups, corpus)
+  metric, what, source = CORPORA[corpus]
+  fmt = _fmt(corpus)
+  rows = []
+  for model, runs in found.items():
+    base_cell = COUNTERPART.get(model.cell)
+    if base_cell is None:
+      continue
+    base = {m: r for m, r in found.items() if m.cell == base_cell}
+    by_seed = gains(runs, base, metric)
+    claim = (f'{model.label} below the {_NAMES[base_cell]} frontier in '
+             f'{what} at its RNN-d')
+    verdict = verdicts.sign_every_seed(
+        [by_seed[s] for s in sorted(by_seed)], claim=claim, fmt=fmt)
+    span = [_test(r, 'rnn_d') for rs in base.values() for r in rs]
+    span = [x for x in span if x is not None]
+    inside = (f'RNN-d {min(span):.0f}-{max(span):.0f}' if span
+              else 'no record')
+    here = (f'RNN-d {_ms([_test(r, "rnn_d") for r in runs], 1)}; '
+            f'{_ms([_test(r, metric) for r in runs], 4)}; '
+            f'{len(by_seed)} of {len(runs)} seeds inside the '
+            f'{_NAMES[base_cell]} frontier ({inside})')
+    label, evidence, criterion = verdict.cells()
+    rows.append([f'{source}: {claim}',
+                 f'lower {what} than the constant-computation network at '
+                 f'as many or more operations ({source})',
+                 f'{here}; {evidence}', label, criterion])
+  return rows
+
+
+def frontier_data(groups, corpus: str) -> dict:
+  """What the figure draws: per model, (seed, RNN-d, metric) per run."""
+  metric = CORPORA[corpus][0]
+  return {'corpus': corpus, 'metric': CORPORA[corpus][1], 'models': {
+      m.label: {'cell': m.cell, 'runs': [
+          (r['seed'], _test(r, 'rnn_d'), _test(r, metric)) for r in runs]}
+      for m, runs in models(groups, corpus).items()}}
+
+
+def draw_frontier(data: Mapping[str, Any], path):
+  """Held-out metric against RNN-d: every seed a dot, each model's mean a
+  cross, each cell's means joined in order of computation."""
+  fig = plots.new_figure((7.0, 4.5))
+  ax = fig.subplots()
+  colours = {'elman': 'C0', 'vcrnn': 'C1', 'gru': 'C2', 'vcgru': 'C3'}
+  means = {}
+  for entry in data['models'].values():
+    runs = [(x, y) for _, x, y in entry['runs'] if None not in (x, y)]
+    if not runs:
+      continue
+    colour = colours.get(entry['cell'], 'C4')
+    ax.scatter([x for x, _ in runs], [y for _, y in runs], s=14,
+               color=colour, alpha=0.5)
+    mx = sum(x for x, _ in runs) / len(runs)
+    my = sum(y for _, y in runs) / len(runs)
+    ax.plot([mx], [my], 'x', color=colour, markersize=8)
+    means.setdefault(entry['cell'], []).append((mx, my))
+  for cell, pts in means.items():
+    pts.sort()
+    ax.plot([x for x, _ in pts], [y for _, y in pts], '-',
+            color=colours.get(cell, 'C4'), label=_NAMES.get(cell, cell))
+  ax.set_xlabel('RNN-d (equivalent Elman width; computation per step)')
+  ax.set_ylabel(data['metric'])
+  ax.set_title(f'{data["corpus"].upper()}: {data["metric"]} against '
+               'computation (dots: seeds; crosses: means)')
+  ax.grid(alpha=0.3)
+  ax.legend(fontsize=8)
+  return records.save_svg(fig, path)
+
+
+def outputs(groups, statuses=None) -> list[records.Output]:
+  """Per corpus with frontier records: its table and figure."""
+  out = []
+  for corpus in CORPORA:
+    if not models(groups, corpus):
+      continue
+    data = frontier_data(groups, corpus)
+    out += [records.Output(f'vc/frontier_{corpus}.md',
+                           frontier_table(groups, corpus, statuses)),
+            records.Output(f'vc/frontier_{corpus}.svg', data=data,
+                           draw=lambda p, d=data: draw_frontier(d, p))]
+  return out
