@@ -358,6 +358,12 @@ def test_act_tau_sweep_pools_by_tau_and_decides_each_claim(tmp_path):
           'act/tau_sweep.svg'} <= set(outs)
   outs['act/tau_sweep.svg'].draw(tmp_path / 'sweep.svg')
   assert (tmp_path / 'sweep.svg').read_text().startswith('<?xml')
+  # Fig. 6: one column per tau, each seed's ponder and error per difficulty.
+  fig6 = outs['act/tau_sweep_difficulty.svg']
+  assert list(fig6.data) == ['0.001', '0.01', '0.1']
+  assert fig6.data['0.001']['seed 0'][-1] == [64, 0.02, 3 + 0.05 * 64]
+  fig6.draw(tmp_path / 'fig6.svg')
+  assert (tmp_path / 'fig6.svg').read_text().startswith('<?xml')
   # Without a sweep folder there is no sweep output.
   assert 'act/tau_sweep.md' not in {
       o.path for o in act_results.outputs({act_results.MAIN: groups[

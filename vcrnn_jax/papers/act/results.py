@@ -59,6 +59,8 @@ __all__ = [
     'sweep_table',
     'sweep_verdicts',
     'sweep_data',
+    'sweep_difficulty_data',
+    'draw_sweep_difficulty',
     'draw_sweep',
     'outputs',
 ]
@@ -565,6 +567,42 @@ def sweep_data(sweep, no_act: Sequence[Mapping[str, Any]] = ()) -> dict:
           'threshold': PAPER_ERROR}
 
 
+def sweep_difficulty_data(sweep) -> dict:
+  """What Fig. 6's panels draw: per tau with a difficulty report, per seed,
+  ``[difficulty, sequence error, ponder]``."""
+  return {f'{tau:g}': data for tau, runs in sweep
+          if (data := difficulty_data(runs))}
+
+
+def draw_sweep_difficulty(data: Mapping[str, Any], path):
+  """Fig. 6: ponder (solid, left axis) and sequence error (dashed, right
+  axis) against the number of non-zero bits, one panel per tau, one colour
+  per seed; four panels to a row so that each stays legible."""
+  taus = list(data)
+  cols = min(len(taus), 4)
+  rows = -(-len(taus) // cols)
+  fig = plots.new_figure((3.2 * cols, 2.7 * rows))
+  axes = fig.subplots(rows, cols, squeeze=False)
+  for i, tau in enumerate(taus):
+    ax = axes[i // cols][i % cols]
+    err = ax.twinx()
+    for j, (label, points) in enumerate(data[tau].items()):
+      bits = [r[0] for r in points]
+      ax.plot(bits, [r[2] for r in points], color=f'C{j}', linewidth=1.1,
+              label=label)
+      err.plot(bits, [100 * r[1] for r in points], '--', color=f'C{j}',
+               linewidth=0.8)
+    ax.set_title(f'τ = {tau}')
+    ax.set_xlabel('non-zero bits')
+    ax.set_ylabel('ponder')
+    err.set_ylabel('error, % (dashed)')
+    ax.grid(alpha=0.3)
+  axes[0][0].legend(fontsize=7)
+  for i in range(len(taus), rows * cols):
+    axes[i // cols][i % cols].set_visible(False)
+  return records.save_svg(fig, path)
+
+
 def draw_sweep(data: Mapping[str, Any], path):
   """Fig. 4 (error against tau, every seed, the paper's 5%) and Fig. 5's
   right panel (error against ponder)."""
@@ -643,6 +681,11 @@ def outputs(groups: Mapping[str, Sequence[Mapping[str, Any]]],
             records.Output('act/tau_sweep.svg',
                            draw=lambda p: draw_sweep(sweep_plot, p),
                            data=sweep_plot)]
+    by_tau = sweep_difficulty_data(sweep)
+    if by_tau:
+      out.append(records.Output(
+          'act/tau_sweep_difficulty.svg', data=by_tau,
+          draw=lambda p: draw_sweep_difficulty(by_tau, p)))
   diff = difficulty_table(main)
   if diff:
     data = difficulty_data(main)
