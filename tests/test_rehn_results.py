@@ -193,7 +193,8 @@ def test_the_table1_figure_draws_table1():
 
 
 @pytest.mark.parametrize('model,expected', [
-    ('ei_rehn20', 'EI-REHN-20'), ('lstm32', 'LSTM-32'), ('rnn20', 'RNN-20')])
+    ('ei_rehn20', 'EI-REHN-20'), ('lstm32', 'LSTM-32'), ('rnn20', 'RNN-20'),
+    ('rhn32_d1', 'RHN-32(1)')])
 def test_names_are_the_papers(model, expected):
   assert rehn.name(model) == expected
 
@@ -221,3 +222,21 @@ def test_the_page_types_no_result():
   # The history is the page's last section.
   _, _, history = text.partition(results.HISTORY)
   assert history and '\n## ' not in history
+
+
+def test_table2_pairs_ei_rehn_with_each_recorded_rnn_and_rhn_row():
+  groups = _har(ei_rehn48=[0.92, 0.93, 0.92], lstm32=[0.90, 0.91, 0.90],
+                rnn32=[0.80, 0.82, 0.81])
+  labels = _labels(rehn.table2_rows(groups))
+  assert labels['Table 2: EI-REHN-48 more accurate than RNN-32 on UCI HAR'
+                ] == 'holds'
+  # RHN-32(1) is not recorded: the claim about it keeps a row without one.
+  missing = [r for r in rehn.table2_rows(groups)
+             if r.verdict.label == 'not recorded']
+  assert len(missing) == 1 and 'no record of RHN-32(1)' in (
+      missing[0].verdict.evidence)
+  groups.update(_har(rhn32_d1=[0.95, 0.95, 0.96]))
+  labels = _labels(rehn.table2_rows(groups))
+  assert labels['Table 2: EI-REHN-48 more accurate than RHN-32(1) on UCI '
+                'HAR'] == 'does not hold'
+  assert 'not recorded' not in labels.values()
