@@ -370,6 +370,33 @@ def test_act_tau_sweep_pools_by_tau_and_decides_each_claim(tmp_path):
           act_results.MAIN]})}
 
 
+def test_act_sweep_bound_is_decided_over_every_tau_up_to_0_03():
+  from vcrnn_jax.papers.act import results as act_results
+
+  def runs(tau, errors):
+    out = []
+    for seed, e in enumerate(errors):
+      r = _act_record(seed, e)
+      r['flags'] = {'tau': tau}
+      out.append(r)
+    return out
+  low = [0.01, 0.012, 0.011]
+  sweep = [(1e-3, runs(1e-3, low)), (0.01, runs(0.01, low)),
+           (0.1, runs(0.1, [0.4] * 3))]          # 0.1 is not judged
+  v = act_results.sweep_bound_verdict(sweep)
+  assert v.label == 'reproduced'
+  assert 'τ = 0.1' not in v.evidence
+  mixed = sweep[:2] + [(0.03, runs(0.03, [0.3, 0.35, 0.4]))]
+  assert act_results.sweep_bound_verdict(mixed).label == 'partly'
+  short = [(1e-3, runs(1e-3, low[:1])), (0.01, runs(0.01, low))]
+  assert act_results.sweep_bound_verdict(short).label == 'undecided'
+  text = act_results.summary_text(runs(0.01, low), [], sweep=sweep)
+  assert ('every $\\tau \\le 0.03$ of the sweep | Fig. 4 | '
+          '**reproduced**') in text
+  assert 'of the sweep' not in act_results.summary_text(
+      runs(0.01, low), [], sweep=sweep[1:2])
+
+
 def test_act_avx2_twin_is_paired_with_records_of_its_own_code():
   from vcrnn_jax.papers.act import results as act_results
 

@@ -44,6 +44,7 @@ __all__ = [
     'main_command_text',
     'same_code',
     'bound_verdict',
+    'sweep_bound_verdict',
     'difficulty_slope',
     'summary_text',
     'twin_row',
@@ -252,15 +253,42 @@ def _paired_by_seed(a, b, key):
                                       for r in shared])
 
 
+def sweep_bound_verdict(sweep) -> verdicts.Verdict:
+  """Fig. 4's claim over the whole sweep: the error bound at every tau <=
+  0.03, each tau judged by :func:`bound_verdict`'s criterion."""
+  criterion = ('reproduced when the mean error at every recorded '
+               f'τ ≤ {SWEEP_BOUND_TAU:g} is reproduced below '
+               f'{_pct(PAPER_ERROR, 0)} by the criterion of the row above '
+               f'(n ≥ {verdicts.MIN_SEEDS} seeds each); partly when some '
+               'are; not reproduced when none is; undecided while a τ has '
+               f'fewer than {verdicts.MIN_SEEDS} seeds')
+  judged = [(tau, bound_verdict(runs)) for tau, runs in sweep
+            if tau <= SWEEP_BOUND_TAU]
+  evidence = '; '.join(f'τ = {tau:g}: {v.label} ({v.evidence})'
+                       for tau, v in judged)
+  labels = [v.label for _, v in judged]
+  if len(judged) < 2 or 'undecided' in labels:
+    label = 'undecided'
+  elif all(x == 'reproduced' for x in labels):
+    label = 'reproduced'
+  elif 'reproduced' in labels or 'partly' in labels:
+    label = 'partly'
+  else:
+    label = 'not reproduced'
+  return verdicts.Verdict(label, criterion, evidence or 'no sweep record')
+
+
 def summary_text(main: Sequence[Mapping[str, Any]],
                  no_act: Sequence[Mapping[str, Any]],
                  avx2: Sequence[Mapping[str, Any]] = (),
                  older: Sequence[Mapping[str, Any]] = (),
-                 avx2_base: Sequence[Mapping[str, Any]] | None = None) -> str:
+                 avx2_base: Sequence[Mapping[str, Any]] | None = None,
+                 sweep=()) -> str:
   """The page's summary: each claim of Sec. 3 with the paper's number and
   source, ours from the records, and the verdict with its criterion; the
   twins against the records of their own code (``avx2_base``; None:
-  ``main``)."""
+  ``main``); Fig. 4 over every tau of ``sweep`` (:func:`sweep_groups`)
+  once it holds more than the main command's."""
   if avx2_base is None:
     avx2_base = main
   fmt = verdicts.pct
@@ -269,6 +297,10 @@ def summary_text(main: Sequence[Mapping[str, Any]],
   rows.append(['parity, 64 bits, $\\tau = 0.01$: mean sequence error below '
                f'{_pct(PAPER_ERROR, 0)}', f'below {_pct(PAPER_ERROR, 0)} for '
                '$\\tau \\le 0.03$ (Fig. 4)', *v.cells()])
+  if len(sweep) > 1:
+    rows.append([f'parity: mean sequence error below {_pct(PAPER_ERROR, 0)} '
+                 f'at every $\\tau \\le 0.03$ of the sweep', 'Fig. 4',
+                 *sweep_bound_verdict(sweep).cells()])
   if no_act:
     a, b = _paired_by_seed(main, no_act, lambda r: r['final'][
         'sequence_error'])
@@ -650,7 +682,7 @@ def outputs(groups: Mapping[str, Sequence[Mapping[str, Any]]],
                                           avx2_base)),
          records.Output('act/headline.md', headline_text(main, no_act)),
          records.Output('act/summary.md', summary_text(
-             main, no_act, avx2, older, avx2_base)),
+             main, no_act, avx2, older, avx2_base, sweep_groups(groups))),
          records.Output('act/parity_seeds.md', seeds_table(
              main, verify.status_line(MAIN, main, statuses))),
          records.Output('act/parity_curves.svg', data=curves,
