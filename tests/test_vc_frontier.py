@@ -121,3 +121,29 @@ def test_the_figure_draws(tmp_path):
   data = frontier.frontier_data(groups, 'ptb')
   path = frontier.draw_frontier(data, tmp_path / 'f.svg')
   assert path.read_text().startswith('<?xml')
+
+
+def _with_classes(record: dict, boundary: float, inside: float) -> dict:
+  record['results']['analysis'] = {'mean_m_by_class': {'symbol': {
+      'boundary': {'mean': boundary, 'count': 10},
+      'inside word': {'mean': inside, 'count': 50}}}}
+  return record
+
+
+def test_where_computation_goes_is_judged_over_every_frontier_vc_run():
+  assert vc.frontier_where_rows(_groups(**ELMAN)) == []
+  groups = _groups(**ELMAN, **{'vcrnn256_m0.1': [(150, 1.9)] * 3,
+                               'vcrnn256_m0.5': [(200, 1.85)] * 3})
+  for name, runs in groups.items():
+    if 'vcrnn' in name:
+      for r in runs:
+        _with_classes(r, 0.6, 0.4)
+  (row,) = vc.frontier_where_rows(groups)
+  assert row[0] == ('more computation at word boundaries (frontier '
+                    'VCRNN-256 at m̄ 0.1/0.5, every run)')
+  assert row[3] == '**holds**' and '6 of 6 seeds' in row[2]
+  assert 'per run, mean m_t on word boundaries minus' in row[4]
+  next(iter(groups[f'{frontier.FRONTIER}ptb_vcrnn256_m0.1']))[
+      'results']['analysis']['mean_m_by_class']['symbol']['boundary'][
+          'mean'] = 0.3
+  assert vc.frontier_where_rows(groups)[0][3] != '**holds**'

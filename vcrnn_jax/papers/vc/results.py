@@ -53,6 +53,7 @@ __all__ = [
     'against_elman',
     'cost_row',
     'where_row',
+    'frontier_where_rows',
     'ptb_rows',
     'music_rows',
     'unrecorded_rows',
@@ -333,20 +334,20 @@ def _difference(high, low) -> list:
 
 
 def where_row(runs, claim: str, paper: str, measure: str,
-              high: tuple[str, Callable], low: tuple[str, Callable]
-              ) -> list[str]:
-  """A where-computation-goes claim: per seed, ``high``'s value minus
-  ``low``'s (each a name and a function of a run) is positive on every
-  seed."""
+              high: tuple[str, Callable], low: tuple[str, Callable],
+              unit: str = 'seed') -> list[str]:
+  """A where-computation-goes claim: per seed (or per ``unit``: a run of
+  several settings), ``high``'s value minus ``low``'s (each a name and a
+  function of a run) is positive on every one."""
   if not runs:
     return _row(claim, paper, '', verdicts.not_recorded('no records'))
   hv = [high[1](r) for r in runs]
   lv = [low[1](r) for r in runs]
   verdict = verdicts.sign_every_seed(
-      _difference(hv, lv), claim=f'per seed, {measure} on {high[0]} minus '
+      _difference(hv, lv), claim=f'per {unit}, {measure} on {high[0]} minus '
       f'on {low[0]}', fmt=_fixed(3))
   measured = (f'{measure}: {high[0]} {_interval(hv, 3)}, {low[0]} '
-              f'{_interval(lv, 3)}; their difference, per seed:')
+              f'{_interval(lv, 3)}; their difference, per {unit}:')
   return _row(claim, paper, measured, verdict)
 
 
@@ -403,6 +404,50 @@ def music_rows(music: Mapping[str, list]) -> Rows:
                 ('eighth notes', _of('mean_m_by_class', length, EIGHTH)))]
 
 
+def _frontier_vc_runs(groups, corpus: str) -> tuple[str, list]:
+  """The frontier's VCRNN runs of a corpus, every target pooled, and how
+  the rows name them."""
+  found = {m: r for m, r in frontier.models(groups, corpus).items()
+           if m.cell == 'vcrnn'}
+  runs = [r for rs in found.values() for r in rs]
+  targets = '/'.join(f'{m.target:g}' for m in found)
+  widths = sorted({m.width for m in found})
+  return (f'frontier VCRNN-{"/".join(map(str, widths))} at m̄ {targets}, '
+          'every run', runs)
+
+
+def frontier_where_rows(groups) -> Rows:
+  """Where computation goes (Fig. 3, Table 2, Sec. 5.1) over every run of
+  the frontier's VCRNN settings, each run one unit: rows only where the
+  frontier has VCRNN records."""
+  rows = []
+  label, ptb = _frontier_vc_runs(groups, 'ptb')
+  if ptb:
+    rows.append(where_row(
+        ptb, f'more computation at word boundaries ({label})',
+        PAPER_BOUNDARY, 'mean m_t',
+        ('word boundaries', _of('mean_m_by_class', 'symbol', 'boundary')),
+        ('inside words', _of('mean_m_by_class', 'symbol', 'inside word')),
+        unit='run'))
+  label, music = _frontier_vc_runs(groups, 'music')
+  kind, length = 'symbol kind', 'note length'
+  if music:
+    rows += [
+        where_row(music, f'bar lines get less computation ({label})',
+                  PAPER_BAR, 'mean m_t',
+                  ('all other symbols',
+                   lambda r: _others_mean(r, kind, ['bar'])),
+                  ('bar lines', _of('mean_m_by_class', kind, 'bar')),
+                  unit='run'),
+        where_row(music, f'fast passages get more computation ({label})',
+                  PAPER_FAST, 'mean m_t',
+                  ('sixteenth notes',
+                   _of('mean_m_by_class', length, SIXTEENTH)),
+                  ('eighth notes', _of('mean_m_by_class', length, EIGHTH)),
+                  unit='run')]
+  return rows
+
+
 def unrecorded_rows(groups=None) -> Rows:
   """The paper's claims no record here tests (the VCGRU row only until
   the PTB frontier has a VCGRU)."""
@@ -432,7 +477,7 @@ def summary(groups: Mapping[str, Sequence[Mapping[str, Any]]]) -> str:
   fronts = [frontier.frontier_rows(groups, corpus)
             for corpus in frontier.CORPORA]
   rows = (ptb_rows(ptb) + music_rows(music) + [r for f in fronts for r in f]
-          + unrecorded_rows(groups))
+          + frontier_where_rows(groups) + unrecorded_rows(groups))
   text = records.table(SUMMARY_HEADER, rows)
   every = [r for runs in [*ptb.values(), *music.values(),
                           *_experiments(groups, frontier.FRONTIER).values()]
