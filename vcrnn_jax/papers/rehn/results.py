@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from vcrnn_jax.analysis import records, verdicts, verify
+from vcrnn_jax.papers.rehn import table3
 from vcrnn_jax.papers.rehn import tasks as rehn_tasks
 
 __all__ = [
@@ -480,9 +481,17 @@ def _har_setting(models: Mapping[str, list], pair: Sequence[str]) -> str:
           f'params {sizes}')
 
 
-def ptb_rows() -> list[Row]:
-  """Tables 3 and 4 (PTB): no record (the paper's configuration is a GPU
-  job)."""
+def ptb_rows(groups=None) -> list[Row]:
+  """Tables 3 and 4 (PTB): the paper's configuration is a GPU job and has
+  no record; Table 3's comparison at a small width, where recorded
+  (:mod:`vcrnn_jax.papers.rehn.table3`), comes first."""
+  small = [Row(*r) for r in table3.rows(
+      groups or {}, {d: p.mean for d, p in TABLE3_RHN.items()},
+      {d: p.mean for d, p in TABLE3_EI_REHN.items()})]
+  return small + _ptb_unrecorded()
+
+
+def _ptb_unrecorded() -> list[Row]:
   rhn = ', '.join(f'{p.mean:.1f} ({p.params:.1f}M)'
                   for p in TABLE3_RHN.values())
   ei = TABLE3_EI_REHN[4]
@@ -505,7 +514,7 @@ def summary(groups) -> str:
   """The summary: per claim of the paper its numbers, ours from the
   records, and the verdict with its criterion."""
   rows = [*table1_rows(groups), *sec41_rows(groups), *table2_rows(groups),
-          *ptb_rows()]
+          *ptb_rows(groups)]
   every = [r for prefix in (SYNTHETIC, HAR)
            for runs in _experiments(groups, prefix).values() for r in runs]
   return (records.table(SUMMARY_HEADER, [row.cells() for row in rows])
@@ -557,7 +566,7 @@ def outputs(groups: Mapping[str, Sequence[Mapping[str, Any]]],
   synthetic = _experiments(groups, SYNTHETIC)
   har = _experiments(groups, HAR)
   out = []
-  if synthetic or har:
+  if synthetic or har or table3.by_depth(groups):
     out.append(records.Output('rehn/summary.md', summary(groups)))
   if synthetic:
     out += [records.Output('rehn/table1.md', table1(groups, statuses)),
@@ -565,4 +574,7 @@ def outputs(groups: Mapping[str, Sequence[Mapping[str, Any]]],
   if har:
     out += [records.Output('rehn/table2.md', table2(groups, statuses)),
             table2_figure(har)]
+  if table3.by_depth(groups):
+    out.append(records.Output('rehn/table3_small.md',
+                              table3.table(groups, statuses)))
   return out

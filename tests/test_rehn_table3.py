@@ -1,0 +1,70 @@
+"""EI-REHN's Table 3 at a small width (vcrnn_jax.papers.rehn.table3): PTB
+perplexity by depth, EI-REHN against RHN at each depth and best against
+best, the best chosen on validation."""
+
+from vcrnn_jax.papers.rehn import results as rehn
+from vcrnn_jax.papers.rehn import table3
+
+
+def _record(seed: int, valid: float, test: float, depth: float = 2.0):
+  return {'seed': seed, 'steps': 3981, 'commit': 'a' * 40, 'dirty': False,
+          'flags': {}, 'machine': {'name': 'CPU-2'},
+          'versions': {'python': '3.11.7'},
+          'results': {'parameters': 1_234_567,
+                      'valid': {'perplexity': valid},
+                      'test': {'perplexity': test, 'depth': depth}}}
+
+
+def _groups(**by_model) -> dict:
+  """'rhn_r2' -> [(valid, test) per seed], at D_h = 100."""
+  return {f'{table3.PREFIX}100_{model}': [
+      _record(seed, v, t) for seed, (v, t) in enumerate(points)]
+          for model, points in by_model.items()}
+
+
+def test_folder_names_parse():
+  assert table3.parse('rehn/ptb100_ei_rehn_r3') == (100, 'ei_rehn', 3)
+  assert table3.parse('rehn/ptb100_rhn_r5') == (100, 'rhn', 5)
+  assert table3.parse('rehn/synthetic_rhn20') is None
+
+
+def test_equal_depth_pairs_and_the_best_by_validation():
+  groups = _groups(
+      rhn_r2=[(200, 190), (201, 191), (202, 192)],
+      rhn_r3=[(190, 180), (191, 181), (192, 182)],
+      ei_rehn_r2=[(185, 175), (186, 176), (187, 177)],
+      # The lowest *test* perplexity, but not the lowest validation one:
+      ei_rehn_r3=[(195, 170), (196, 171), (197, 172)])
+  rows = table3.rows(groups, {2: 73.4, 3: 69.8}, {2: 69.2, 3: 67.4})
+  labels = {claim: v.label for claim, _, _, v in rows}
+  assert labels[
+      'Table 3: EI-REHN ($R_{max}$ = 2) below RHN (depth 2) in test '
+      'perplexity at $D_h = 100$'] == 'holds'
+  best = [claim for claim in labels if 'its best' in claim]
+  assert best == ['Table 3: EI-REHN at its best $R_{max}$ (2) below RHN at '
+                  'its best depth (3) at $D_h = 100$, best by validation '
+                  'perplexity']
+  # EI-REHN r2 (175-177) against RHN r3 (180-182): better on every seed.
+  assert labels[best[0]] == 'holds'
+  paper = [p for claim, p, _, _ in rows if 'its best' in claim][0]
+  assert paper.startswith('EI-REHN best at $R_{max}$ = 3 (67.4), RHN at '
+                          'depth 3 (69.8)')
+
+
+def test_the_table_and_the_summary_take_the_records():
+  groups = _groups(rhn_r2=[(200, 190)] * 3, ei_rehn_r2=[(190, 180)] * 3)
+  text = table3.table(groups)
+  assert text.startswith('$D_h = 100$:')
+  assert '| EI-REHN | 2 | 1,234,567 | 190.0 | 180.0 ± 0.0 |' in text
+  assert text.count("Not verified against today's code") == 2
+  summary = rehn.summary(groups)
+  assert 'EI-REHN ($R_{max}$ = 2) below RHN (depth 2)' in summary
+  # The paper's configuration keeps its row without a verdict.
+  assert 'at $D_h$ = 1200 | ' in summary
+  assert [o.path for o in rehn.outputs(groups)] == [
+      'rehn/summary.md', 'rehn/table3_small.md']
+
+
+def test_no_table3_record_no_rows():
+  assert table3.rows({}, {}, {}) == []
+  assert table3.table({}) == ''

@@ -1,0 +1,160 @@
+r"""EI-REHN's Table 3 at a width that trains on a CPU: PTB perplexity by depth.
+
+The paper's Table 3 trains RHN at recurrence depths 2-5 and EI-REHN at
+maximum depths :math:`R_{max}` 2-5, both at :math:`D_h = 1200`, and finds
+EI-REHN better at every depth, best at :math:`R_{max} = 4` where RHN needs
+depth 5. The records here are the same comparison at a small width, one
+folder per model and depth, one record per seed:
+
+* ``rehn/ptb<D>_<cell>_r<R>``: ``experiments.rehn_ptb --hidden_size=D``
+  with ``--cell=rhn --depth=R`` or ``--cell=ei_rehn --max_depth=R``.
+
+:func:`table` lists test perplexity per depth; :func:`rows` gives the
+summary's claims: EI-REHN below RHN at each equal depth, and EI-REHN at its
+best :math:`R_{max}` below RHN at its best depth, each paired by seed. "Best"
+is chosen on the *validation* perplexity (mean over seeds), so that the test
+split judges a choice it did not make.
+"""
+
+from collections.abc import Mapping, Sequence
+import re
+from typing import Any
+
+from vcrnn_jax.analysis import records, verdicts, verify
+
+__all__ = [
+    'PREFIX',
+    'parse',
+    'by_depth',
+    'best_depth',
+    'table',
+    'rows',
+]
+
+PREFIX = 'rehn/ptb'
+_FOLDER = re.compile(r'^rehn/ptb(?P<width>\d+)_(?P<cell>rhn|ei_rehn)_r'
+                     r'(?P<depth>\d+)$')
+_NAMES = {'rhn': 'RHN', 'ei_rehn': 'EI-REHN'}
+
+
+def parse(folder: str) -> tuple[int, str, int] | None:
+  """``'rehn/ptb100_ei_rehn_r3'`` -> ``(100, 'ei_rehn', 3)``; None for a
+  folder of another experiment."""
+  match = _FOLDER.match(folder)
+  if match is None:
+    return None
+  return int(match['width']), match['cell'], int(match['depth'])
+
+
+def by_depth(groups: Mapping[str, Sequence[Mapping[str, Any]]]
+             ) -> dict[int, dict[str, dict[int, list]]]:
+  """``{width: {cell: {depth: runs}}}`` of every Table 3 folder."""
+  out: dict = {}
+  for folder, runs in sorted(groups.items()):
+    parsed = parse(folder)
+    if parsed:
+      width, cell, depth = parsed
+      out.setdefault(width, {}).setdefault(cell, {})[depth] = list(runs)
+  return out
+
+
+def _metric(run, split: str) -> float | None:
+  return records.value(run, f'results.{split}.perplexity')
+
+
+def _mean(runs, split: str) -> float:
+  return records.mean_std(_metric(r, split) for r in runs)[0]
+
+
+def best_depth(depths: Mapping[int, list]) -> int:
+  """The depth of least mean *validation* perplexity."""
+  return min(depths, key=lambda d: _mean(depths[d], 'valid'))
+
+
+def table(groups, statuses=None) -> str:
+  """Per width: test perplexity (mean ± std, per seed) and, for EI-REHN,
+  the realized mean depth, by cell and depth; then each folder's
+  verification status."""
+  found = by_depth(groups)
+  parts = []
+  for width, cells in found.items():
+    body = []
+    for cell in ('rhn', 'ei_rehn'):
+      for depth, runs in sorted(cells.get(cell, {}).items()):
+        runs = sorted(runs, key=lambda r: r['seed'])
+        test = [_metric(r, 'test') for r in runs]
+        mean, std, _ = records.mean_std(test)
+        real = [records.value(r, 'results.test.depth') for r in runs]
+        body.append([
+            _NAMES[cell], str(depth),
+            f'{records.value(runs[0], "results.parameters"):,}',
+            f'{_mean(runs, "valid"):.1f}',
+            f'{mean:.1f}' + ('' if std is None else f' ± {std:.1f}'),
+            ' / '.join(f'{x:.1f}' for x in test),
+            '-' if cell == 'rhn' or None in real else
+            f'{records.mean_std(real)[0]:.2f}',
+            records.seeds_text(runs),
+            ', '.join(f'{s:,}' for s in sorted({r['steps'] for r in runs}))])
+    every = [r for c in cells.values() for rs in c.values() for r in rs]
+    status = '\n'.join(
+        f'- {_NAMES[cell]} depth {depth}: ' + verify.status_line(
+            f'{PREFIX}{width}_{cell}_r{depth}', runs, statuses or {})
+        for cell, depths in cells.items() for depth, runs in
+        sorted(depths.items()))
+    parts.append(
+        f'$D_h = {width}$:\n\n' + records.table(
+            ['model', 'depth (RHN) or $R_{max}$', 'params', 'valid '
+             'perplexity', 'test perplexity', 'per seed', 'realized depth',
+             'seeds', 'updates'], body)
+        + '\n' + records.provenance(every) + '\n\n' + status + '\n')
+  return '\n'.join(parts)
+
+
+def _pair(a_runs, b_runs) -> tuple[list, list]:
+  a = {r['seed']: _metric(r, 'test') for r in a_runs}
+  b = {r['seed']: _metric(r, 'test') for r in b_runs}
+  seeds = sorted(a.keys() & b.keys())
+  return [a[s] for s in seeds], [b[s] for s in seeds]
+
+
+def _fmt(x: float) -> str:
+  return f'{x:.1f}'
+
+
+def rows(groups, paper_rhn: Mapping[int, float],
+         paper_ei: Mapping[int, float]) -> list[tuple]:
+  """Summary rows ``(claim, the paper, here, verdict)`` (``here`` None
+  without paired seeds): per width, EI-REHN against RHN at each depth both
+  have, and best against best. ``paper_*``: the paper's test perplexity by
+  depth (Table 3)."""
+  out = []
+  for width, cells in by_depth(groups).items():
+    rhn, ei = cells.get('rhn', {}), cells.get('ei_rehn', {})
+    for depth in sorted(rhn.keys() & ei.keys()):
+      claim = (f'EI-REHN ($R_{{max}}$ = {depth}) below RHN (depth {depth}) '
+               f'in test perplexity at $D_h = {width}$')
+      a, b = _pair(ei[depth], rhn[depth])
+      v = verdicts.paired(a, b, claim=claim, fmt=_fmt)
+      out.append(_row(f'Table 3: {claim}', f'{paper_ei[depth]:.1f} against '
+                      f'{paper_rhn[depth]:.1f} at $D_h$ = 1200 (Table 3)',
+                      a, b, v))
+    if rhn and ei:
+      r_best, e_best = best_depth(rhn), best_depth(ei)
+      claim = (f'EI-REHN at its best $R_{{max}}$ ({e_best}) below RHN at '
+               f'its best depth ({r_best}) at $D_h = {width}$, best by '
+               'validation perplexity')
+      a, b = _pair(ei[e_best], rhn[r_best])
+      v = verdicts.paired(a, b, claim=claim, fmt=_fmt)
+      pe = min(paper_ei, key=paper_ei.get)
+      pr = min(paper_rhn, key=paper_rhn.get)
+      out.append(_row(f'Table 3: {claim}',
+                      f'EI-REHN best at $R_{{max}}$ = {pe} '
+                      f'({paper_ei[pe]:.1f}), RHN at depth {pr} '
+                      f'({paper_rhn[pr]:.1f}) (Table 3)', a, b, v))
+  return out
+
+
+def _row(claim: str, paper: str, a, b, v: verdicts.Verdict) -> tuple:
+  here = (f'{verdicts.mean_interval_text(a, _fmt)} against '
+          f'{verdicts.mean_interval_text(b, _fmt)}' if a and b else None)
+  return claim, paper, here, v
