@@ -247,7 +247,7 @@ def draw_frontier(data: Mapping[str, Any], path):
   ax.set_xlabel('RNN-d (equivalent Elman width; computation per step)')
   ax.set_ylabel(data['metric'])
   ax.set_title(f'{data["corpus"].upper()}: {data["metric"]} against '
-               'computation (dots: seeds; crosses: means)')
+               'computation\n(dots: seeds; crosses: means)', fontsize=10)
   ax.grid(alpha=0.3)
   ax.legend(fontsize=8)
   return records.save_svg(fig, path)
