@@ -445,3 +445,72 @@ def test_act_headline_and_summary_show_what_the_cpu_moves():
   assert row[2] == '**measured**'
   assert 'final error 5.0% against 1.0% / 1.2% against 1.2%' in row[3]
   assert 'first evaluation that differs: 300k, none' in row[3]
+
+
+def test_act_task_claims_pair_act_with_no_act_and_replace_the_summary_row(
+    tmp_path):
+  from vcrnn_jax.papers.act import results as act_results
+  from vcrnn_jax.papers.act import task_claims
+
+  def run(task_flags, seed, error, tau=None, slope=0.0, report=True):
+    r = _act_record(seed, error, ponder=1.0 if tau is None else 4.0,
+                    steps=20_000)
+    r['flags'] = {'act': tau is not None, 'tau': tau or 0.001,
+                  'hidden_size': 128, **task_flags}
+    if report:
+      r['tables'] = {'difficulty': [
+          {'difficulty': d, 'sequence_error': error, 'ponder': 2 + slope * d}
+          for d in range(1, 4)]}
+    return r
+  add = {'max_digits': 3, 'max_len': 3}
+  gpu = run({'max_digits': 5, 'max_len': 5}, 0, 0.8, 1e-3, report=False)
+  gpu['curve'][0]['ponder'] = 5.0
+  groups = {
+      act_results.MAIN: [_act_record(0, 0.01)],
+      act_results.ADDITION_GPU: [gpu],
+      'act/addition_d3n3_noact': [run(add, s, 0.10 + s / 100)
+                                  for s in range(3)],
+      'act/addition_d3n3_tau0.001': [run(add, s, 0.05, 1e-3, slope=1.0)
+                                     for s in (2, 0, 1)],
+      'act/addition_d3n3_tau0.01': [run(add, s, 0.10 + s / 100 + (
+          0.01 if s == 1 else -0.01), 1e-2) for s in range(3)],
+      'act/logic_tau0.001': [run({'num_gates': 10, 'max_len': 10}, 0, 0.002,
+                                 1e-3, slope=1.0)],
+  }
+  table = task_claims.task_table(groups, task_claims.TASKS[1], exclude=(
+      act_results.ADDITION_GPU,))
+  # No ACT first; seeds in order; the GPU record is not a setting.
+  assert table.index('`--act=false`') < table.index('`--tau=0.001`')
+  assert ('| `--hidden_size=128` `--max_digits=3` `--max_len=3` | '
+          '`--tau=0.001` | seeds 0-2 | 20,000 | 5.0% ± 0.0% | 5.0% / 5.0% / '
+          '5.0% | 4.00 | 1.000 (95% CI 1.000 to 1.000; n = 3) |') in table
+  assert 'max_digits=5' not in table
+  text = task_claims.task_verdicts(groups, task_claims.TASKS[1],
+                                   exclude=(act_results.ADDITION_GPU,))
+  assert ('addition, τ = 0.001: ACT improves the error (`--hidden_size=128` '
+          '`--max_digits=3` `--max_len=3`) | Sec. 3.3, Fig. 12 | **holds** | '
+          'better on 3 of 3 seeds') in text
+  assert 'τ = 0.01: ACT improves the error' in text and (
+      '**within noise** | better on 2 of 3 seeds') in text
+  assert ('τ = 0.001: ponder grows with the digits per number' in text
+          and '**holds**' in text)
+  # One logic seed: its bound is undecided, and it replaces the
+  # not-recorded row of the summary; sort stays not recorded.
+  summary = act_results.summary_text(groups[act_results.MAIN], [],
+                                     groups=groups)
+  assert ('| logic, τ = 0.001: virtually zero error (`--hidden_size=128` '
+          '`--num_gates=10` `--max_len=10`) | Sec. 3.2, Fig. 8 | '
+          '**undecided** | 1 seed: fewer than 3') in summary
+  assert 'logic: virtually zero error' not in summary
+  assert '| sort: ACT improves the error | Sec. 3.4, Fig. 17 | **not ' in (
+      summary)
+  outs = {o.path: o for o in act_results.outputs(groups)}
+  assert outs['act/sort.md'].text == 'No record yet.\n'
+  assert 'act/sort_difficulty.svg' not in outs
+  fig = outs['act/addition_difficulty.svg']
+  assert list(fig.data) == [
+      'no ACT, hidden_size=128 max_digits=3 max_len=3',
+      'τ = 0.001, hidden_size=128 max_digits=3 max_len=3',
+      'τ = 0.01, hidden_size=128 max_digits=3 max_len=3']
+  fig.draw(tmp_path / 'addition.svg')
+  assert (tmp_path / 'addition.svg').read_text().startswith('<?xml')

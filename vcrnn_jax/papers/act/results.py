@@ -29,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from vcrnn_jax.analysis import plots, records, verdicts, verify
+from vcrnn_jax.papers.act import task_claims
 
 __all__ = [
     'MAIN',
@@ -91,7 +92,8 @@ GROWTH_SLOPE = 1 / 63
 SWEEP_PREFIX = 'act/parity_tau'
 # Graves 2016, Fig. 4: the bound holds "for tau <= 0.03".
 SWEEP_BOUND_TAU = 0.03
-# The paper's claims without a record here (Secs. 3.2-3.5).
+# The paper's claims without a record here (Secs. 3.2-3.5); a task's row
+# gives way to its verdicts (:mod:`task_claims`) once it has records.
 UNRECORDED = (
     ('logic: virtually zero error for $\\tau \\le 0.01$, about 20% '
      'without ACT', 'Sec. 3.2, Fig. 8', 'the typed single run is in the '
@@ -236,14 +238,7 @@ def bound_verdict(main: Sequence[Mapping[str, Any]]) -> verdicts.Verdict:
 def difficulty_slope(run: Mapping[str, Any]) -> float | None:
   """The least-squares slope of ponder against the number of non-zero bits
   in the run's difficulty report (steps per bit); None without one."""
-  rows = _difficulty_rows(run)
-  if len(rows) < 2:
-    return None
-  xs = [d['difficulty'] for d in rows]
-  ys = [d['ponder'] for d in rows]
-  mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
-  sxx = sum((x - mx) ** 2 for x in xs)
-  return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
+  return task_claims.ponder_slope(run)
 
 
 def _paired_by_seed(a, b, key):
@@ -283,14 +278,17 @@ def summary_text(main: Sequence[Mapping[str, Any]],
                  avx2: Sequence[Mapping[str, Any]] = (),
                  older: Sequence[Mapping[str, Any]] = (),
                  avx2_base: Sequence[Mapping[str, Any]] | None = None,
-                 sweep=()) -> str:
+                 sweep=(), groups=None) -> str:
   """The page's summary: each claim of Sec. 3 with the paper's number and
   source, ours from the records, and the verdict with its criterion; the
   twins against the records of their own code (``avx2_base``; None:
   ``main``); Fig. 4 over every tau of ``sweep`` (:func:`sweep_groups`)
-  once it holds more than the main command's."""
+  once it holds more than the main command's; the claims of logic,
+  addition and sort from their records in ``groups``
+  (:mod:`~vcrnn_jax.papers.act.task_claims`)."""
   if avx2_base is None:
     avx2_base = main
+  groups = groups or {}
   fmt = verdicts.pct
   rows = []
   v = bound_verdict(main)
@@ -328,8 +326,13 @@ def summary_text(main: Sequence[Mapping[str, Any]],
     commit = older[0]['commit'][:7]
     rows.append(twin_row('the same seeds on older code',
                          f'commit {commit} against today', older, main))
+  recorded = task_claims.summary_rows(groups, exclude=(ADDITION_GPU,))
   for claim, source, why in UNRECORDED:
-    rows.append([claim, source, *verdicts.not_recorded(why).cells()])
+    task = claim.split(':')[0]
+    if task in recorded:
+      rows += recorded[task]
+    else:
+      rows.append([claim, source, *verdicts.not_recorded(why).cells()])
   return records.table(['claim', 'the paper', 'verdict', 'here',
                         'criterion'], rows)
 
@@ -682,7 +685,8 @@ def outputs(groups: Mapping[str, Sequence[Mapping[str, Any]]],
                                           avx2_base)),
          records.Output('act/headline.md', headline_text(main, no_act)),
          records.Output('act/summary.md', summary_text(
-             main, no_act, avx2, older, avx2_base, sweep_groups(groups))),
+             main, no_act, avx2, older, avx2_base, sweep_groups(groups),
+             groups)),
          records.Output('act/parity_seeds.md', seeds_table(
              main, verify.status_line(MAIN, main, statuses))),
          records.Output('act/parity_curves.svg', data=curves,
@@ -718,6 +722,7 @@ def outputs(groups: Mapping[str, Sequence[Mapping[str, Any]]],
       out.append(records.Output(
           'act/tau_sweep_difficulty.svg', data=by_tau,
           draw=lambda p: draw_sweep_difficulty(by_tau, p)))
+  out += task_claims.outputs(groups, statuses, exclude=(ADDITION_GPU,))
   diff = difficulty_table(main)
   if diff:
     data = difficulty_data(main)
