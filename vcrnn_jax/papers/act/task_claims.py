@@ -50,23 +50,26 @@ class Task:
     section: the paper's section and error figure.
     size_flags: the flags that set the task's and the network's size.
     difficulty: what the difficulty report's x axis counts.
+    unit: one unit of that count, for the slope's column.
     difficulty_figure: the paper's figure of ponder per difficulty.
   """
   name: str
   section: str
   size_flags: tuple[str, ...]
   difficulty: str
+  unit: str
   difficulty_figure: str
 
 
 TASKS = (
     Task('logic', 'Sec. 3.2, Fig. 8', ('hidden_size', 'num_gates', 'max_len'),
-         'logic gates per vector', 'Fig. 10'),
+         'logic gates per vector', 'gate', 'Fig. 10'),
     Task('addition', 'Sec. 3.3, Fig. 12',
          ('hidden_size', 'max_digits', 'max_len'), 'digits per number',
-         'Fig. 14'),
+         'digit', 'Fig. 14'),
     Task('sort', 'Sec. 3.4, Fig. 17', ('hidden_size', 'min_len', 'max_len'),
-         'numbers to sort', 'Fig. 19'),
+         'numbers to sort', 'number',
+         'Fig. 19'),
 )
 # Graves 2016, Fig. 8: "virtually zero error for all tau <= 0.01" on logic;
 # a public reproduction reports 0-0.2%. Our bound for "virtually zero".
@@ -186,7 +189,7 @@ def task_table(groups, task: Task, statuses=None,
       for name in _folders(groups, task, exclude))
   return (records.table(
       ['size', 'setting', 'seeds', 'steps', 'sequence error', 'per seed',
-       'ponder', f'ponder per {task.difficulty.split()[-1]} (slope)'], rows)
+       'ponder', f'ponder per {task.unit} (slope)'], rows)
           + '\n' + records.provenance(everything) + ' ' + status + '\n')
 
 
