@@ -514,3 +514,4 @@ def test_act_task_claims_pair_act_with_no_act_and_replace_the_summary_row(
       'τ = 0.01, hidden_size=128 max_digits=3 max_len=3']
   fig.draw(tmp_path / 'addition.svg')
   assert (tmp_path / 'addition.svg').read_text().startswith('<?xml')
+  assert 'ponder grows with the digits' not in summary

@@ -209,9 +209,10 @@ def _growth(runs, task: Task) -> verdicts.Verdict:
       minimum=minimum, fmt=lambda x: f'{x:.3f}')
 
 
-def _rows(task: Task, size: tuple, by_setting) -> list[list[str]]:
-  """The verdict rows of one size: the error claim per tau, then ponder
-  growth per tau."""
+def _rows(task: Task, size: tuple, by_setting,
+          growth: bool = True) -> list[list[str]]:
+  """The verdict rows of one size: the error claim per tau, then (with
+  ``growth``) ponder growth per tau."""
   rows, where = [], _size_text(size)
   no_act = by_setting.get(None, [])
   for tau, runs in _ordered(by_setting):
@@ -228,7 +229,7 @@ def _rows(task: Task, size: tuple, by_setting) -> list[list[str]]:
                           'same network without ACT', fmt=verdicts.pct)
       rows.append([f'{task.name}, τ = {tau:g}: ACT improves the error '
                    f'({where})', task.section, *v.cells()])
-  for tau, runs in _ordered(by_setting):
+  for tau, runs in _ordered(by_setting) if growth else ():
     if tau is not None and any(_difficulty_rows(r) for r in runs):
       rows.append([f'{task.name}, τ = {tau:g}: ponder grows with the '
                    f'{task.difficulty} ({where})', task.difficulty_figure,
@@ -252,13 +253,14 @@ def task_verdicts(groups, task: Task, exclude: Sequence[str] = ()) -> str:
 
 def summary_rows(groups, exclude: Sequence[str] = ()) -> dict[str,
                                                              list[list[str]]]:
-  """Task name -> its verdict rows, for every task with records."""
+  """Task name -> the verdict rows of its error claims, for every task
+  with records (ponder growth stays on the task's own table)."""
   out = {}
   for task in TASKS:
     rows = []
     for size, by_setting in sorted(settings(groups, task, exclude).items(),
                                    key=lambda kv: str(kv[0])):
-      rows += _rows(task, size, by_setting)
+      rows += _rows(task, size, by_setting, growth=False)
     if rows:
       out[task.name] = rows
   return out
