@@ -353,6 +353,20 @@ def test_act_tau_sweep_pools_by_tau_and_decides_each_claim(tmp_path):
           '**does not hold**') in text
   assert ('| τ = 0.1: ponder grows with difficulty | Fig. 6 | '
           '**undecided**') in text
+  # Fig. 5: ponder falls as tau rises, judged once every tau has 3 seeds.
+  assert ('| the lower τ, the longer the ponder | Fig. 5, right | '
+          '**undecided**') in text
+  ponders = {1e-3: 9.0, 0.01: 3.0, 0.1: 1.0}
+  for runs in groups.values():
+    for r in runs:
+      r['final']['ponder'] = ponders[r['flags']['tau']] + r['seed'] / 100
+  groups['act/parity_tau1e-1'].append(run(2, 0.1, 0.3, 0.0))
+  groups['act/parity_tau1e-1'][-1]['final']['ponder'] = 1.02
+  text = act_results.sweep_verdicts(act_results.sweep_groups(
+      {k: v for k, v in groups.items() if k != act_results.NO_ACT}))
+  assert ('| the lower τ, the longer the ponder | Fig. 5, right | '
+          '**reproduced** | τ = 0.001 9.01 ± 0.01 > τ = 0.01 3.01 ± 0.01 > '
+          'τ = 0.1 1.01 ± 0.01 |') in text
   outs = {o.path: o for o in act_results.outputs(groups)}
   assert {'act/tau_sweep.md', 'act/tau_sweep_verdicts.md',
           'act/tau_sweep.svg'} <= set(outs)

@@ -572,8 +572,8 @@ def sweep_table(sweep, no_act: Sequence[Mapping[str, Any]] = (),
 
 
 def sweep_verdicts(sweep) -> str:
-  """Fig. 4's bound at every tau <= 0.03 and Fig. 6's growth at every tau,
-  each by its criterion."""
+  """Fig. 4's bound at every tau <= 0.03, Fig. 6's growth at every tau and
+  Fig. 5's order of ponder across tau, each by its criterion."""
   rows = []
   for tau, runs in sweep:
     if tau <= SWEEP_BOUND_TAU:
@@ -588,6 +588,13 @@ def sweep_verdicts(sweep) -> str:
         '(least-squares slope over the difficulty report, above one step '
         'across 1-64 bits)', minimum=GROWTH_SLOPE, fmt=lambda x: f'{x:.4f}')
     rows.append([f'τ = {tau:g}: ponder grows with difficulty', 'Fig. 6',
+                 *v.cells()])
+  if len(sweep) > 1:
+    v = verdicts.order(
+        [(f'τ = {tau:g}', [r['final']['ponder'] for r in runs])
+         for tau, runs in sweep], what='mean ponder from the smallest τ to '
+        'the largest', fmt=lambda x: f'{x:.2f}', lower_is_better=False)
+    rows.append(['the lower τ, the longer the ponder', 'Fig. 5, right',
                  *v.cells()])
   return records.table(['claim', 'the paper', 'verdict', 'here',
                         'criterion'], rows)
