@@ -30,7 +30,8 @@ ELMAN = dict(elman128=[(128, 2.00), (128, 2.02), (128, 2.01)],
 @pytest.mark.parametrize('name,expected', [
     ('elman128', frontier.Model('elman', 128, None)),
     ('vcrnn256_m0.3', frontier.Model('vcrnn', 256, 0.3)),
-    ('vcgru192_m0.5', frontier.Model('vcgru', 192, 0.5))])
+    ('vcgru192_m0.5', frontier.Model('vcgru', 192, 0.5)),
+    ('vcrnn256_m0.6_w1', frontier.Model('vcrnn', 256, 0.6, 1.0))])
 def test_folder_names_parse(name, expected):
   assert frontier.parse(name) == expected
   assert frontier._folder(expected) == name
@@ -39,6 +40,14 @@ def test_folder_names_parse(name, expected):
 def test_a_bad_folder_name_says_what_is_expected():
   with pytest.raises(ValueError, match='elman128 or vcrnn256_m0.3'):
     frontier.parse('vcrnn_big')
+  with pytest.raises(ValueError, match='a penalty weight needs a target'):
+    frontier.parse('vcrnn256_w1')
+
+
+def test_a_penalty_weight_names_its_own_setting():
+  assert frontier.parse('vcrnn256_m0.6_w1').label == (
+      'VCRNN-256 (m̄ 0.6, Ω weight 1)')
+  assert frontier.parse('vcrnn256_m0.1').label == 'VCRNN-256 (m̄ 0.1)'
 
 
 def test_interpolation_stays_inside_the_frontier():

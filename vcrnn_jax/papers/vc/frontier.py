@@ -58,32 +58,44 @@ CORPORA = {
 # Each VC cell and the constant-computation cell it is compared with.
 COUNTERPART = {'vcrnn': 'elman', 'vcgru': 'gru'}
 _NAMES = {'elman': 'Elman', 'gru': 'GRU', 'vcrnn': 'VCRNN', 'vcgru': 'VCGRU'}
-_MODEL = re.compile(
-    r'^(?P<cell>[a-z]+?)(?P<width>\d+)(?:_m(?P<target>[\d.]+))?$')
+_MODEL = re.compile(r'^(?P<cell>[a-z]+?)(?P<width>\d+)'
+                    r'(?:_m(?P<target>[\d.]+))?(?:_w(?P<weight>[\d.]+))?$')
 
 
 class Model(NamedTuple):
-  """A folder's model: its cell, width D and (VC cells) target m̄."""
+  """A folder's model: its cell, width D and (VC cells) target m̄, with the
+  penalty weight where the folder names one (``_w1``: another weight than
+  the frontier's common ``--penalty_weight``)."""
   cell: str
   width: int
   target: float | None
+  weight: float | None = None
 
   @property
   def label(self) -> str:
-    """``'VCRNN-256 (m̄ 0.3)'``, ``'Elman-128'``."""
+    """``'VCRNN-256 (m̄ 0.3)'``, ``'VCRNN-256 (m̄ 0.6, Ω weight 1)'``,
+    ``'Elman-128'``."""
     base = f'{_NAMES.get(self.cell, self.cell)}-{self.width}'
-    return base if self.target is None else f'{base} (m̄ {self.target:g})'
+    if self.target is None:
+      return base
+    weight = '' if self.weight is None else f', Ω weight {self.weight:g}'
+    return f'{base} (m̄ {self.target:g}{weight})'
 
 
 def parse(model: str) -> Model:
-  """``'vcrnn256_m0.3'`` -> ``Model('vcrnn', 256, 0.3)``."""
+  """``'vcrnn256_m0.3'`` -> ``Model('vcrnn', 256, 0.3)``;
+  ``'vcrnn256_m0.6_w1'`` -> ``Model('vcrnn', 256, 0.6, 1.0)``."""
   match = _MODEL.match(model)
   if match is None:
     raise ValueError(f'not a frontier model name: {model!r} (expected '
                      'e.g. elman128 or vcrnn256_m0.3)')
-  target = match['target']
+  target, weight = match['target'], match['weight']
+  if weight is not None and target is None:
+    raise ValueError(f'not a frontier model name: {model!r} (a penalty '
+                     'weight needs a target, e.g. vcrnn256_m0.6_w1)')
   return Model(match['cell'], int(match['width']),
-               None if target is None else float(target))
+               None if target is None else float(target),
+               None if weight is None else float(weight))
 
 
 def models(groups: Mapping[str, Sequence[Mapping[str, Any]]], corpus: str
@@ -94,7 +106,8 @@ def models(groups: Mapping[str, Sequence[Mapping[str, Any]]], corpus: str
            for name, runs in groups.items() if name.startswith(prefix)}
   return dict(sorted(found.items(),
                      key=lambda kv: (kv[0].cell, kv[0].width,
-                                     kv[0].target or 0.0)))
+                                     kv[0].target or 0.0,
+                                     kv[0].weight or 0.0)))
 
 
 def _test(run: Mapping[str, Any], key: str) -> float | None:
@@ -172,7 +185,9 @@ def frontier_table(groups, corpus: str, statuses=None) -> str:
 
 def _folder(model: Model) -> str:
   base = f'{model.cell}{model.width}'
-  return base if model.target is None else f'{base}_m{model.target:g}'
+  if model.target is not None:
+    base += f'_m{model.target:g}'
+  return base if model.weight is None else f'{base}_w{model.weight:g}'
 
 
 def _fmt(corpus: str):
