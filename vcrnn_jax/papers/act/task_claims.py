@@ -140,6 +140,12 @@ def settings(groups: Mapping[str, Sequence[Mapping[str, Any]]], task: Task,
   return out
 
 
+def _by_size(groups, task: Task, exclude: Sequence[str]) -> list:
+  """:func:`settings` as ``(size, by_setting)`` pairs in a stable order."""
+  return sorted(settings(groups, task, exclude).items(),
+                key=lambda kv: str(kv[0]))
+
+
 def _size_text(size: tuple) -> str:
   return ' '.join(f'`--{f}={v}`' for f, v in size)
 
@@ -167,8 +173,7 @@ def task_table(groups, task: Task, statuses=None,
   and every seed), ponder, and the slope of ponder per unit of
   difficulty."""
   rows, everything = [], []
-  for size, by_setting in sorted(settings(groups, task, exclude).items(),
-                                 key=lambda kv: str(kv[0])):
+  for size, by_setting in _by_size(groups, task, exclude):
     for tau, runs in _ordered(by_setting):
       errors = [_error(r) for r in runs]
       mean, std, _ = records.mean_std(errors)
@@ -237,14 +242,17 @@ def _rows(task: Task, size: tuple, by_setting,
   return rows
 
 
+def _verdict_rows(groups, task: Task, exclude: Sequence[str],
+                  growth: bool = True) -> list[list[str]]:
+  return [row for size, by_setting in _by_size(groups, task, exclude)
+          for row in _rows(task, size, by_setting, growth)]
+
+
 def task_verdicts(groups, task: Task, exclude: Sequence[str] = ()) -> str:
   """The task's claims, each by its criterion: logic's error bound for tau
   <= :data:`LOGIC_TAU`, ACT against no ACT by seed, and ponder growing
   with difficulty."""
-  rows = []
-  for size, by_setting in sorted(settings(groups, task, exclude).items(),
-                                 key=lambda kv: str(kv[0])):
-    rows += _rows(task, size, by_setting)
+  rows = _verdict_rows(groups, task, exclude)
   if not rows:
     return 'No record yet.\n'
   return records.table(['claim', 'the paper', 'verdict', 'here',
@@ -257,10 +265,7 @@ def summary_rows(groups, exclude: Sequence[str] = ()) -> dict[str,
   with records (ponder growth stays on the task's own table)."""
   out = {}
   for task in TASKS:
-    rows = []
-    for size, by_setting in sorted(settings(groups, task, exclude).items(),
-                                   key=lambda kv: str(kv[0])):
-      rows += _rows(task, size, by_setting, growth=False)
+    rows = _verdict_rows(groups, task, exclude, growth=False)
     if rows:
       out[task.name] = rows
   return out
@@ -270,8 +275,7 @@ def difficulty_data(groups, task: Task, exclude: Sequence[str] = ()
                     ) -> dict:
   """Per size and setting, per seed: ``[difficulty, error, ponder]``."""
   data = {}
-  for size, by_setting in sorted(settings(groups, task, exclude).items(),
-                                 key=lambda kv: str(kv[0])):
+  for size, by_setting in _by_size(groups, task, exclude):
     for tau, runs in _ordered(by_setting):
       label = ('no ACT' if tau is None else f'τ = {tau:g}') + ', ' + ' '.join(
           f'{f}={v}' for f, v in size)
