@@ -26,6 +26,7 @@ sequence error below 5% for :math:`\tau \le 0.03` (Graves 2016, Fig. 4).
 """
 
 from collections.abc import Mapping, Sequence
+import statistics
 from typing import Any
 
 from vcrnn_jax.analysis import plots, records, verdicts, verify
@@ -572,8 +573,9 @@ def sweep_table(sweep, no_act: Sequence[Mapping[str, Any]] = (),
 
 
 def sweep_verdicts(sweep) -> str:
-  """Fig. 4's bound at every tau <= 0.03, Fig. 6's growth at every tau and
-  Fig. 5's order of ponder across tau, each by its criterion."""
+  """Fig. 4's bound at every tau <= 0.03, Fig. 6's growth at every tau,
+  Fig. 5's order of ponder across tau and Fig. 6's order of its slope, each
+  by its criterion."""
   rows = []
   for tau, runs in sweep:
     if tau <= SWEEP_BOUND_TAU:
@@ -596,6 +598,19 @@ def sweep_verdicts(sweep) -> str:
         'the largest', fmt=lambda x: f'{x:.2f}', lower_is_better=False)
     rows.append(['the lower τ, the longer the ponder', 'Fig. 5, right',
                  *v.cells()])
+  # Fig. 6 states the slope's order "for the more successful networks":
+  # the tau whose mean error is below the paper's 5%.
+  good = [(tau, runs) for tau, runs in sweep
+          if statistics.fmean(_errors(runs)) < PAPER_ERROR]
+  if len(good) > 1:
+    v = verdicts.order(
+        [(f'τ = {tau:g}', list(map(difficulty_slope, runs)))
+         for tau, runs in good], what='slope of ponder per non-zero bit '
+        'from the smallest τ to the largest, over the τ whose mean error is '
+        f'below {_pct(PAPER_ERROR, 0)}', fmt=lambda x: f'{x:.4f}',
+        lower_is_better=False)
+    rows.append(['the lower τ, the steeper the growth of ponder with '
+                 'difficulty', 'Fig. 6', *v.cells()])
   return records.table(['claim', 'the paper', 'verdict', 'here',
                         'criterion'], rows)
 
