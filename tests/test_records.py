@@ -320,6 +320,17 @@ def test_act_ponder_slope_from_the_difficulty_report():
       for d in range(1, 5)]}}
   assert act_results.difficulty_slope(run) == 0.5
   assert act_results.difficulty_slope({'tables': {}}) is None
+  # A network that solves the short inputs in 3 steps and ponders 50 steps
+  # at chance on the long ones has a steep slope overall and none over
+  # what it solves: Fig. 6's growth is read over the latter.
+  rows = [{'difficulty': d, 'ponder': 3.0 if d <= 32 else 50.0,
+           'sequence_error': 0.0 if d <= 32 else 0.5} for d in range(1, 65)]
+  jump = {'tables': {'difficulty': rows}}
+  assert act_results.difficulty_slope(jump) > 0.5
+  assert act_results.solved_slope(jump) == 0.0
+  rows[0]['sequence_error'] = 0.5
+  assert act_results.solved_slope(
+      {'tables': {'difficulty': rows[:2]}}) is None
 
 
 

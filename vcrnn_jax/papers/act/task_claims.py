@@ -89,10 +89,14 @@ def _difficulty_rows(run: Mapping[str, Any]) -> list[dict]:
   return run.get('tables', {}).get('difficulty', [])
 
 
-def ponder_slope(run: Mapping[str, Any]) -> float | None:
+def ponder_slope(run: Mapping[str, Any],
+                 max_error: float | None = None) -> float | None:
   """The least-squares slope of ponder against difficulty in the run's
-  difficulty report (steps per unit of difficulty); None without one."""
-  rows = _difficulty_rows(run)
+  difficulty report (steps per unit of difficulty); None without one.
+  With ``max_error``, only over the difficulties whose sequence error is
+  below it (None when fewer than two are)."""
+  rows = [d for d in _difficulty_rows(run)
+          if max_error is None or d['sequence_error'] < max_error]
   if len(rows) < 2:
     return None
   xs = [d['difficulty'] for d in rows]
