@@ -103,8 +103,9 @@ SWEEP_BOUND_TAU = 0.03
 # gives way to its verdicts (:mod:`task_claims`) once it has records.
 UNRECORDED = (
     ('logic: virtually zero error for $\\tau \\le 0.01$, about 20% '
-     'without ACT', 'Sec. 3.2, Fig. 8', 'the typed single run is in the '
-     'history appendix'),
+     'without ACT', 'Sec. 3.2, Fig. 8', 'no run with ACT is recorded (those '
+     'without ACT are in the logic table below; a typed single run with ACT '
+     'is in the history appendix)'),
     ('addition: ACT improves the error', 'Sec. 3.3, Fig. 12',
      'typed single runs at a reduced size (history appendix)'),
     ('sort: ACT improves the error', 'Sec. 3.4, Fig. 17',
