@@ -240,3 +240,15 @@ def test_table2_pairs_ei_rehn_with_each_recorded_rnn_and_rhn_row():
   assert labels['Table 2: EI-REHN-48 more accurate than RHN-32(1) on UCI '
                 'HAR'] == 'does not hold'
   assert 'not recorded' not in labels.values()
+
+
+def test_table1_counts_diverged_seeds_and_keeps_them_in_the_mean():
+  groups = _synthetic(**CLEAR)
+  rhn = groups[f'{rehn.SYNTHETIC}rhn20']
+  rhn[0]['results']['test'].update(test_mse_e3=2.8, best_test_mse_e3=0.2)
+  assert rehn.diverged(rhn[0]) and not rehn.diverged(rhn[1])
+  assert rehn.diverged({'results': {'test': {}}}) is None
+  text = rehn.table1(groups)
+  assert '| RHN-20 | 100 (4322) | 1.137 ± 1.440 |' in text
+  assert '| 0.270 ± 0.061 | 1 of 3 |' in text
+  assert '| EI-REHN-20 |' in text and '| 0 of 3 |' in text
