@@ -249,6 +249,10 @@ def difficulty_slope(run: Mapping[str, Any]) -> float | None:
   return task_claims.ponder_slope(run)
 
 
+def _slope_fmt(x: float) -> str:
+  return f'{x:.4f}'
+
+
 def solved_slope(run: Mapping[str, Any]) -> float | None:
   """:func:`difficulty_slope` over the numbers of bits the run solves
   (sequence error below ``SOLVED_ERROR``), the slope Fig. 6's verdicts
@@ -263,7 +267,7 @@ def _growth_verdict(runs) -> verdicts.Verdict:
       'of ponder per bit, least squares over the numbers of bits the run '
       f'solves, below {_pct(SOLVED_ERROR, 0)} error each, in its difficulty '
       'report; above one step across 1-64 bits)', minimum=GROWTH_SLOPE,
-      fmt=lambda x: f'{x:.4f}')
+      fmt=_slope_fmt)
 
 
 def _paired_by_seed(a, b, key):
@@ -561,7 +565,7 @@ def _slope_text(runs, slope=difficulty_slope) -> str:
   slopes = [s for s in map(slope, runs) if s is not None]
   if not slopes:
     return '-'
-  return verdicts.mean_interval_text(slopes, lambda x: f'{x:.4f}')
+  return verdicts.mean_interval_text(slopes, _slope_fmt)
 
 
 def sweep_table(sweep, no_act: Sequence[Mapping[str, Any]] = (),
@@ -624,7 +628,7 @@ def sweep_verdicts(sweep) -> str:
          for tau, runs in good], what='slope of ponder per non-zero bit '
         'over the bits solved, from the smallest τ to the largest, over the '
         'τ whose mean error is '
-        f'below {_pct(PAPER_ERROR, 0)}', fmt=lambda x: f'{x:.4f}',
+        f'below {_pct(PAPER_ERROR, 0)}', fmt=_slope_fmt,
         lower_is_better=False)
     rows.append(['the lower τ, the steeper the growth of ponder with '
                  'difficulty', 'Fig. 6', *v.cells()])
