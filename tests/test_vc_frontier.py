@@ -125,6 +125,22 @@ def test_outputs_per_corpus_with_records():
   assert frontier.outputs({}) == []
 
 
+def test_the_paper_width_frontier_stays_apart_from_the_cpu_one():
+  # Another budget and machine: its runs never enter the CPU frontier.
+  groups = _groups(**ELMAN) | _groups(
+      'ptb1024', elman768=[(768, 1.6)], elman1024=[(1024, 1.62)],
+      **{'vcrnn1024_m0.5': [(988, 1.87)]})
+  assert len(frontier.models(groups, 'ptb')) == 2
+  paper = frontier.models(groups, 'ptb1024')
+  assert [m.width for m in paper] == [768, 1024, 1024]
+  gains = frontier.gains(paper[frontier.Model('vcrnn', 1024, 0.5)],
+                         {m: r for m, r in paper.items()
+                          if m.cell == 'elman'}, 'bpc')
+  assert gains[0] == pytest.approx(1.6 + 0.02 * 220 / 256 - 1.87)
+  assert 'vc/frontier_ptb1024.svg' in [o.path for o in
+                                       frontier.outputs(groups)]
+
+
 def test_the_figure_draws(tmp_path):
   groups = _groups(**ELMAN, **{'vcrnn256_m0.5': [(192, 1.85)] * 3})
   data = frontier.frontier_data(groups, 'ptb')

@@ -8,7 +8,9 @@ constant-computation network and every setting of the VC network is a
 folder of records, one record per seed:
 
 * ``vc/frontier_<corpus>_<model>``: ``corpus`` is ``ptb``
-  (``experiments.vc_ptb --level=char``: bits per character) or ``music``
+  (``experiments.vc_ptb --level=char``: bits per character), ``ptb1024``
+  (the same binary at Table 3's own width, D up to 1024, trained on a GPU:
+  a frontier of its own, since its budget differs) or ``music``
   (``experiments.vc_music``: perplexity); ``model`` is the cell and width,
   ``elman128``, ``gru192``, and for a VC cell its target
   :math:`\bar m` too, ``vcrnn256_m0.3``.
@@ -53,8 +55,12 @@ FRONTIER = 'vc/frontier_'
 # corpus -> (the held-out metric, its name, what the paper's claim is from).
 CORPORA = {
     'ptb': ('bpc', 'test bits per character', 'Table 3, Sec. 5.2.1'),
+    'ptb1024': ('bpc', 'test bits per character', 'Table 3, Sec. 5.2.1'),
     'music': ('perplexity', 'test perplexity', 'Table 1, Sec. 5.1'),
 }
+# The figures' titles.
+_TITLES = {'ptb': 'Character PTB', 'ptb1024': 'Character PTB at D 1024',
+           'music': 'Irish tunes'}
 # Each VC cell and the constant-computation cell it is compared with.
 COUNTERPART = {'vcrnn': 'elman', 'vcgru': 'gru'}
 _NAMES = {'elman': 'Elman', 'gru': 'GRU', 'vcrnn': 'VCRNN', 'vcgru': 'VCGRU'}
@@ -191,7 +197,8 @@ def _folder(model: Model) -> str:
 
 
 def _fmt(corpus: str):
-  return (lambda x: f'{x:.4f}') if corpus == 'ptb' else (lambda x: f'{x:.3f}')
+  return ((lambda x: f'{x:.4f}') if corpus.startswith('ptb')
+          else (lambda x: f'{x:.3f}'))
 
 
 def frontier_rows(groups, corpus: str) -> list[list[str]]:
@@ -261,7 +268,8 @@ def draw_frontier(data: Mapping[str, Any], path):
             color=colours.get(cell, 'C4'), label=_NAMES.get(cell, cell))
   ax.set_xlabel('RNN-d (equivalent Elman width; computation per step)')
   ax.set_ylabel(data['metric'])
-  ax.set_title(f'{data["corpus"].upper()}: {data["metric"]} against '
+  title = _TITLES.get(data['corpus'], data['corpus'])
+  ax.set_title(f'{title}: {data["metric"]} against '
                'computation\n(dots: seeds; crosses: means)', fontsize=10)
   ax.grid(alpha=0.3)
   ax.legend(fontsize=8)
