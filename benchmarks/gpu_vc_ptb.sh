@@ -5,7 +5,8 @@
 # side for the same number of updates. A first segment of FIRST steps, all
 # three at once, measures the slowest rate; all three then resume to the
 # step count the time left allows (in whole evaluation intervals, at most
-# the binary's default 20 epochs). Workdirs (no checkpoints) are packed into
+# the binary's default 20 epochs); STEPS=N trains to N in one phase instead,
+# MODELS="vcrnn1024_m0.5" a subset. Workdirs (no checkpoints) are packed into
 # OUT/vc1024.tar.gz after each phase; experiments.record turns each model's
 # workdir into docs/results/records/vc/frontier_ptb1024_<model>.
 #
@@ -68,7 +69,7 @@ declare -A ARGS=(
   [elman$W1]="--cell=elman --hidden_size=$W1"
   [elman$W2]="--cell=elman --hidden_size=$W2"
   [vcrnn${W1}_m0.5]="--cell=vcrnn --hidden_size=$W1 --target=0.5 --sharpness_every=800 --penalty_weight=0.1")
-NAMES=(elman$W1 elman$W2 vcrnn${W1}_m0.5)
+NAMES=(${MODELS:-elman$W1 elman$W2 vcrnn${W1}_m0.5})
 
 # phase STEPS EVERY LIMIT: every model to STEPS at once, each under LIMIT s.
 phase() {
@@ -84,18 +85,23 @@ phase() {
   done
   pack
 }
+if [[ -n ${STEPS:-} ]]; then   # a set length: one phase, no rate measured
+  say "one phase to $STEPS steps: ${NAMES[*]}"
+  phase "$STEPS" "$EVAL" $(( $(left) - 10 ))
+  cp "$LOG" "$WORK/logs/driver.txt"; pack; say "done"; exit 0
+fi
 say "first segment: $FIRST steps"
 phase "$FIRST" "$FIRST" $(( $(left) - 30 ))
-RATE=$(python3 - "$WORK"/runs/*/seed="${SEED:-0}"/metrics.jsonl <<'PY'
+RATE=$(python3 - ${#NAMES[@]} "$WORK"/runs/*/seed="${SEED:-0}"/metrics.jsonl <<'PY'
 import json, sys
 rates = []
-for path in sys.argv[1:]:
+for path in sys.argv[2:]:
   try:
     rows = [json.loads(l) for l in open(path) if l.strip()]
     rates.append(rows[-1]['steps_per_sec'] or 0)
   except (OSError, LookupError, ValueError):
     rates.append(0)
-print(min(rates) if len(rates) == 3 else 0)
+print(min(rates) if len(rates) == int(sys.argv[1]) else 0)
 PY
 )
 # 0.8 of the slowest rate over the time left less the final evaluations.
