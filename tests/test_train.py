@@ -132,6 +132,32 @@ def test_nan_loss_stops_and_keeps_last_good_checkpoint(tmp_path):
   ckpt.close()
 
 
+def test_an_overflowing_gradient_with_a_finite_loss_is_counted_and_said(
+    tmp_path, capsys):
+  exp = _experiment()
+
+  def loss(params, batch, info):
+    value, metrics = exp.loss(params, batch, info)
+    # Zero in value, but a gradient whose squared norm overflows float32 on
+    # the updates of steps 2 and 3 (0-based).
+    leaf = jax.tree_util.tree_leaves(params)[0]
+    marked = ((info.step == 2) | (info.step == 3)).astype(leaf.dtype)
+    big = 3e38 * jnp.sum(leaf) * marked
+    return value + big - jax.lax.stop_gradient(big), metrics
+
+  bad = Experiment(exp.init, loss, exp.sample, exp.evaluate)
+  config = _config(steps=6, eval_every=3, log_every=1, quiet=False,
+                   grad_clip_norm=1.0)
+  result = train_and_evaluate(bad, config, tmp_path)
+  rows = [json.loads(line) for line in
+          (tmp_path / 'metrics.jsonl').read_text().splitlines()]
+  assert [r.get('train_nonfinite_grad_steps') for r in rows] == [1.0, 1.0]
+  out = capsys.readouterr().out
+  assert out.count('warning: 1 of the 3 updates before step') == 2, out
+  assert all(np.isfinite(x).all()
+             for x in jax.tree_util.tree_leaves(result.params))
+
+
 def test_workdir_that_is_a_file_is_rejected(tmp_path):
   path = tmp_path / 'file'
   path.write_text('x')

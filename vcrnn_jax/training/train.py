@@ -661,6 +661,14 @@ class _Logbook:
   def evaluated(self, step: int, rate: float, held_out: dict) -> None:
     results = {f'train_{k}': float(np.mean([m[k] for m in self.window]))
                for k in (self.window[0] if self.window else {})}
+    # A finite loss with an overflowing gradient passes the NaN guard, and
+    # clipping by global norm turns its update into zero: a run can stop
+    # learning silently. The count appears only when some update had one.
+    overflowed = sum(not math.isfinite(m.get('grad_norm', 0.0))
+                     for m in self.window)
+    if overflowed:
+      results['train_nonfinite_grad_steps'] = float(overflowed)
+    updates = len(self.window)
     self.window.clear()
     results.update(held_out)
     results['steps_per_sec'] = rate
@@ -670,6 +678,11 @@ class _Logbook:
       self.writer.write(step, results)
     self.say(f'step {step}: ' + ', '.join(
         f'{k}={v:.4g}' for k, v in results.items()))
+    if overflowed:
+      self.say(f'warning: {overflowed} of the {updates} updates before step '
+               f'{step} had a non-finite gradient norm; with gradient '
+               'clipping each left the parameters unchanged (without it '
+               'they turn NaN and training stops).')
     self.rate_ref = None
 
   def saved(self, step: int) -> None:
