@@ -32,20 +32,7 @@ left() { echo $((BUDGET - (SECONDS - T0))); }
 pack() { tar -C "$WORK" -czf "$OUT/vc1024.tar.gz" --exclude=checkpoints \
            --exclude=tensorboard . 2>/dev/null; }
 
-if compgen -G '.whl/*.whl' > /dev/null; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
-    --upgrade --target /tmp/site .whl/*.whl >> "$LOG" 2>&1
-  export PYTHONPATH=/tmp/site
-fi
-if [[ $MODE != quick && -f .gpu/repo.bundle ]]; then
-  { git rev-parse --git-dir > /dev/null 2>&1 || git init -q .; } \
-    && git config core.fileMode false \
-    && git fetch -q .gpu/repo.bundle HEAD && git reset -q FETCH_HEAD \
-    && printf '.gpu/\n.whl/\n' >> "$(git rev-parse --git-dir)/info/exclude"
-fi
-say "commit $(git rev-parse --short HEAD 2>/dev/null || echo none)," \
-    "changed files: $(git status --porcelain --untracked-files=no 2>/dev/null | wc -l)"
-nvidia-smi > "$WORK/logs/nvidia-smi.txt" 2>&1
+. "$(dirname "$0")/gpu_setup.sh"
 # MPS lets the three processes' kernels share the GPU instead of
 # time-slicing; kept only if a JAX process still starts under it.
 if [[ $MODE != quick ]] && command -v nvidia-cuda-mps-control > /dev/null; then
