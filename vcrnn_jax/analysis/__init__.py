@@ -1,3 +1,3 @@
 # The analysis layer exports nothing itself: import its modules (sweep,
-# plots, records, manifest, verify, verdicts).
+# plots, records, manifest, plan, verify, verdicts).
 __all__ = []

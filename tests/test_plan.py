@@ -1,0 +1,184 @@
+"""The results pages' plans: parsing, status against records, training."""
+
+import os
+import pathlib
+import socket
+
+import pytest
+
+from tests import _binaries
+from vcrnn_jax.analysis import plan, records
+
+PLANS = pathlib.Path(__file__).resolve().parents[1] / 'docs/results/plans'
+
+_PARITY = ('python -m experiments.act_parity --tau=0.01 --seed={seed} '
+           '--workdir={workdir}')
+
+
+def _write(tmp_path, text, name='p.toml'):
+  path = tmp_path / name
+  path.write_text(text)
+  return path
+
+
+def _record(seed, command, commit='a' * 40):
+  return {'seed': seed, 'command': command, 'commit': commit}
+
+
+@pytest.mark.parametrize('text, message', [
+    ('[[run]]\nfolder = "a/b"\nseeds = "0"\ncommand = "x {seed} {workdir}"'
+     '\nsteps = 3\n', "unknown key 'steps'"),
+    ('[[run]]\nfolder = "a/b"\nseeds = "0"\ncommand = ["x", 3]\n',
+     "'command' must be a string or a list of strings"),
+    ('[[run]]\nfolder = "a/b"\nseeds = "0"\ncommand = "x {workdir}"\n',
+     'no {seed}'),
+    ('[[run]]\nfolder = "a/b"\nseeds = "0"\ntogether = true\n'
+     'command = "x {seed} {workdir}"\n', 'no {seeds}'),
+    ('[[run]]\nfolder = "a/b"\nseeds = "2-1"\ncommand = "x {seed} '
+     '{workdir}"\n', 'seeds'),
+    ('[[run]]\nfolder = "a/b"\ncommand = "x {seed} {workdir}"\n',
+     "'seeds' must be a string"),
+    ('[[run]\n', 'not TOML'),
+    ('[[run]]\nfolder = "a/b"\nseeds = "0"\ncommand = "x {seed} {workdir}"'
+     '\n[[run]]\nfolder = "a/b"\nseeds = "1"\ncommand = "y {seed} '
+     '{workdir}"\n', 'a/b is planned twice'),
+])
+def test_bad_plans_say_what_is_wrong(tmp_path, text, message):
+  with pytest.raises(ValueError, match=message.replace('{', r'\{')
+                     .replace('}', r'\}')):
+    plan.read_plan(_write(tmp_path, text))
+
+
+def test_a_seed_counts_only_when_recorded_with_the_planned_command():
+  entry = plan.Entry('act/parity', (0, 1, 2), _PARITY)
+  group = [
+      # Seed, workdir and flag order differ from the plan: still the plan's.
+      _record(0, 'python -m experiments.act_parity --seed=0 '
+              '--workdir=/w/0 --tau=0.01'),
+      # Another setting: it does not count, and seed 1 is trained again.
+      _record(1, 'python -m experiments.act_parity --tau=0.03 --seed=1 '
+              '--workdir=/w/1'),
+  ]
+  [row] = plan.status([entry], {'act/parity': group})
+  assert row['recorded'] == [0] and row['missing'] == [1, 2]
+  assert row['other'] == 1 and row['commit'] == 'a' * 40
+  jobs = plan.jobs([row])
+  assert [j.workdir for j in jobs] == ['act/parity/seed=1',
+                                       'act/parity/seed=2']
+  assert jobs[0].commands('/r/x', '/d') == [
+      'python -m experiments.act_parity --tau=0.01 --seed=1 '
+      '--workdir=/r/x']
+
+
+def test_commit_is_pinned_only_when_the_records_share_one():
+  entry = plan.Entry('act/parity', (0, 1), _PARITY)
+  group = [_record(0, _PARITY.format(seed=0, workdir='w'), 'a' * 40)]
+  assert plan.status([entry], {'act/parity': group})[0]['commit'] == 'a' * 40
+  group.append(_record(1, _PARITY.format(seed=1, workdir='w'), 'b' * 40))
+  [row] = plan.status([entry], {'act/parity': group})
+  assert row['commit'] is None and row['missing'] == []
+
+
+def test_path_flags_and_then_and_together():
+  entry = plan.Entry(
+      'rehn/synthetic_rnn30', (0, 1, 2),
+      'python -m experiments.rehn_synthetic --cell=rnn --seeds={seeds} '
+      '--workdir={workdir} --table_csv={workdir}/../t.csv '
+      '--data_dir={data_dir}', then='--report', together=True)
+  recorded = [_record(s, 'python -m experiments.rehn_synthetic --cell=rnn '
+                      '--seeds=0-1 --workdir=/old --table_csv=/old/t.csv '
+                      '--data_dir=/somewhere') for s in (0, 1)]
+  [row] = plan.status([entry], {entry.folder: recorded})
+  assert row['missing'] == [2]
+  [job] = plan.jobs([row])
+  # The binary trains every seed of the entry in one process.
+  assert job.seeds == (0, 1, 2) and job.workdir == 'rehn/synthetic_rnn30'
+  first, again = job.commands('/r', '/d')
+  assert '--seeds=0,1,2' in first and '--data_dir=/d' in first
+  assert again == f'{first} --report'
+  assert '| rehn/synthetic_rnn30 | 0,1,2 | 0,1 | 2 |' in plan.status_table(
+      [row])
+
+
+def test_the_repository_plans_parse_and_name_real_binaries():
+  folders = []
+  for path in sorted(PLANS.glob('*.toml')):
+    for entry in plan.read_plan(path):
+      folders.append(entry.folder)
+      module = entry.command.split()[2]
+      assert (PLANS.parents[2] / (module.replace('.', '/') + '.py')
+              ).is_file(), entry.command
+  assert {f.split('/')[0] for f in folders} == {'act', 'vc', 'rehn'}
+  assert len(folders) == len(set(folders))
+  # Every folder that has records and is planned matches its records.
+  groups = records.read_records(PLANS.parent / 'records')
+  for row in plan.status([e for p in sorted(PLANS.glob('*.toml'))
+                          for e in plan.read_plan(p)], groups):
+    if row['entry'].folder in ('act/parity_noact', 'rehn/har_ei_rehn48',
+                               'rehn/har_lstm32'):
+      continue  # recorded at fewer steps or epochs than planned
+    assert row['other'] == 0, row['entry'].folder
+
+
+_TOUCH = '''[[run]]
+folder = "x/touch"
+seeds = "0-1"
+command = [\'\'\'python -c "import pathlib, sys;\'\'\',
+           \'\'\'pathlib.Path(sys.argv[1], 'o').write_text(sys.argv[2])"\'\'\',
+           "{workdir} {seed}"]
+then = "again"
+'''
+
+
+def test_run_trains_each_missing_seed_once_on_a_clean_clone(tmp_path):
+  plans = tmp_path / 'plans'
+  plans.mkdir()
+  _write(plans, _TOUCH, 'x.toml')
+  (tmp_path / 'records').mkdir()
+  runs = tmp_path / 'runs'
+  # Seed 1 is being trained by a live process: it is left alone.
+  (runs / 'x/touch/seed=1').mkdir(parents=True)
+  (runs / 'x/touch/seed=1/.claim').write_text(
+      f'{socket.gethostname()} {os.getpid()}')
+  args = [f'--plan_dir={plans}', f'--records={tmp_path / "records"}',
+          '--run', f'--runs={runs}']
+  result = _binaries.run('plan', args)
+  assert result.returncode == 0, result.stderr
+  assert '| x/touch | 0,1 | - | 0,1 | today\'s code | - |' in result.stdout
+  assert 'done x/touch/seed=0' in result.stdout
+  assert (runs / 'x/touch/seed=0/o').read_text() == '0'
+  assert (runs / 'x/touch/seed=0/.done').exists()
+  assert not (runs / 'x/touch/seed=0/.claim').exists()
+  assert not (runs / 'x/touch/seed=1/o').exists()
+  # The second command ('again' added) ran too and is in the run's log.
+  assert 'again' in (runs / 'x/touch/seed=0/run.log').read_text()
+  [tree] = (runs / 'trees').iterdir()
+  assert (tree / 'experiments/record.py').is_file()
+  # Once its claim is stale, seed 1 is trained, and seed 0 not again.
+  (runs / 'x/touch/seed=1/.claim').write_text('elsewhere 1')
+  (runs / 'x/touch/seed=0/o').unlink()
+  result = _binaries.run('plan', args)
+  assert result.returncode == 0, result.stderr
+  assert (runs / 'x/touch/seed=1/o').read_text() == '1'
+  assert not (runs / 'x/touch/seed=0/o').exists()
+
+
+@pytest.mark.parametrize('args, message', [
+    (['--run'], '--run needs --runs'),
+    (['--record'], '--record needs --machine'),
+    (['--plans=nope'], 'no plan named nope'),
+    (['--only=zz/*'], '--only matches no planned folder'),
+])
+def test_bad_flags_get_one_line(args, message):
+  result = _binaries.run('plan', args)
+  assert result.returncode != 0
+  assert message in result.stderr and len(
+      result.stderr.strip().splitlines()) == 1
+
+
+def test_the_workdir_flag_is_added_where_the_command_has_none(tmp_path):
+  [entry] = plan.read_plan(_write(
+      tmp_path, '[[run]]\nfolder = "a/b"\nseeds = "0"\ncommand = '
+      '["python -m experiments.act_parity", "--seed={seed}"]\n'))
+  assert entry.command == ('python -m experiments.act_parity --seed={seed} '
+                           '--workdir={workdir}')
