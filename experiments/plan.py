@@ -21,8 +21,9 @@ marker and, with ``--record``, its record in the folder (then
 command N times to train N runs at a time: each takes the next run nobody
 has claimed (a ``.claim`` file in the workdir, taken over when the process
 that wrote it is gone). A killed run resumes from its checkpoint when the
-command is started again; ``--plans`` and ``--only`` choose what to train
-(``--plans=vc --only='vc/frontier_music_*'``).
+command is started again (``kill`` on the process stops its run too);
+``--plans`` and ``--only`` choose what to train (``--plans=vc
+--only='vc/frontier_music_*'``).
 """
 
 import datetime
@@ -30,6 +31,7 @@ import fnmatch
 import os
 import pathlib
 import shlex
+import signal
 import socket
 import subprocess
 import sys
@@ -150,7 +152,13 @@ def _execute(line: str, cwd: pathlib.Path, log: pathlib.Path) -> int:
   with log.open('a') as out:
     out.write(f'$ {line}\n')
     out.flush()
-    return subprocess.run(argv, cwd=cwd, stdout=out, stderr=out).returncode
+    child = subprocess.Popen(argv, cwd=cwd, stdout=out, stderr=out)
+    try:
+      return child.wait()
+    finally:  # stopped: the run must not go on unclaimed
+      if child.poll() is None:
+        child.terminate()
+        child.wait()
 
 
 def _record(job: plan.Job, workdir: pathlib.Path) -> None:
@@ -180,7 +188,14 @@ def _train(job: plan.Job, runs: pathlib.Path) -> None:
     _record(job, workdir)
 
 
+def _stop(signum, frame) -> None:
+  del frame
+  raise SystemExit(128 + signum)
+
+
 def _run(runs: pathlib.Path) -> None:
+  # `kill` ends the run it trains too, and frees its claim.
+  signal.signal(signal.SIGTERM, _stop)
   tried = set()
   while True:
     todo = [j for j in plan.jobs(_status()) if j.workdir not in tried]

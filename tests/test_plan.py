@@ -3,6 +3,8 @@
 import os
 import pathlib
 import socket
+import subprocess
+import time
 
 import pytest
 
@@ -182,3 +184,44 @@ def test_the_workdir_flag_is_added_where_the_command_has_none(tmp_path):
       '["python -m experiments.act_parity", "--seed={seed}"]\n'))
   assert entry.command == ('python -m experiments.act_parity --seed={seed} '
                            '--workdir={workdir}')
+
+
+_SLEEP = '''[[run]]
+folder = "x/sleep"
+seeds = "0"
+command = \'\'\'python -c "import time; time.sleep(300)" {workdir} {seed}\'\'\'
+'''
+
+
+def test_kill_stops_the_run_and_frees_its_claim(tmp_path):
+  plans = tmp_path / 'plans'
+  plans.mkdir()
+  _write(plans, _SLEEP, 'x.toml')
+  (tmp_path / 'records').mkdir()
+  runs = tmp_path / 'runs'
+  proc = _binaries.start('plan', [
+      f'--plan_dir={plans}', f'--records={tmp_path / "records"}', '--run',
+      f'--runs={runs}'], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+  claim = runs / 'x/sleep/seed=0/.claim'
+  deadline = time.monotonic() + 60
+  while not (runs / 'x/sleep/seed=0/run.log').exists() or not list(
+      _children(proc.pid)):
+    assert time.monotonic() < deadline and proc.poll() is None
+    time.sleep(0.1)
+  assert claim.exists()
+  [child] = _children(proc.pid)
+  proc.terminate()
+  assert proc.wait(timeout=30) != 0
+  assert not claim.exists()
+  assert not (runs / 'x/sleep/seed=0/.done').exists()
+  with pytest.raises(ProcessLookupError):
+    for _ in range(100):  # the child is reaped by the binary before it ends
+      os.kill(child, 0)
+      time.sleep(0.05)
+
+
+def _children(pid):
+  tasks = pathlib.Path(f'/proc/{pid}/task')
+  for task in tasks.iterdir():
+    text = (task / 'children').read_text().split()
+    yield from map(int, text)
