@@ -10,6 +10,7 @@ import pytest
 
 from tests import _binaries
 from vcrnn_jax.analysis import plan, records
+from vcrnn_jax.papers import results
 
 PLANS = pathlib.Path(__file__).resolve().parents[1] / 'docs/results/plans'
 
@@ -225,3 +226,13 @@ def _children(pid):
   for task in tasks.iterdir():
     text = (task / 'children').read_text().split()
     yield from map(int, text)
+
+
+def test_the_pages_show_each_plan_against_the_records(tmp_path):
+  _write(tmp_path, f'[[run]]\nfolder = "act/parity"\nseeds = "0-1"\n'
+         f'command = "{_PARITY}"\n', 'act.toml')
+  groups = {'act/parity': [_record(0, _PARITY.format(seed=0, workdir='w'))]}
+  [out] = results.plan_outputs(groups, tmp_path)
+  assert out.path == 'plans/act.md'
+  assert '| act/parity | 0,1 | 0 | 1 | aaaaaaa | - |' in out.text
+  assert '1 of 2 planned seeds recorded' in out.text

@@ -14,7 +14,7 @@ import pathlib
 import re
 from typing import Any
 
-from vcrnn_jax.analysis import bench_records, records, verify
+from vcrnn_jax.analysis import bench_records, plan, records, verify
 from vcrnn_jax.papers.act import results as act_results
 from vcrnn_jax.papers.depth import results as depth_results
 from vcrnn_jax.papers.family import results as family_results
@@ -30,7 +30,9 @@ __all__ = [
     'HISTORY',
     'BENCHMARK_RECORDS',
     'PERFORMANCE',
+    'PLANS',
     'outputs',
+    'plan_outputs',
     'verification_table',
     'benchmark_outputs',
     'fill_blocks',
@@ -58,6 +60,8 @@ RESULT_PAGES = (pathlib.Path('README.md'),
 # heading to the end of the page, with no verdict.
 HISTORY = '## History: typed runs, no verdicts'
 BENCHMARK_RECORDS = pathlib.Path('docs', 'performance', 'records')
+# The planned runs of each results page (:mod:`vcrnn_jax.analysis.plan`).
+PLANS = pathlib.Path('docs', 'results', 'plans')
 # Hand-written files with blocks copied from the benchmark tables (checked
 # by tests/test_bench_records.py: the page's own figures are typed history).
 PERFORMANCE = (pathlib.Path('docs', 'performance.md'),)
@@ -84,9 +88,28 @@ def outputs(groups: Mapping[str, Sequence[Mapping[str, Any]]],
   if groups:
     out.append(records.Output('verification.md',
                               verification_table(groups, statuses)))
+    out += plan_outputs(groups)
   if benchmarks is None:
     benchmarks = bench_records.read_records(_TREE / BENCHMARK_RECORDS)
   return out + benchmark_outputs(benchmarks)
+
+
+def plan_outputs(groups: Mapping[str, Sequence[Mapping[str, Any]]],
+                 folder=None) -> list[records.Output]:
+  """Per plan file in ``folder`` (None: this source tree's :data:`PLANS`,
+  none in an installed package), ``plans/<name>.md``: which planned seeds
+  are recorded and which are missing."""
+  folder = _TREE / PLANS if folder is None else pathlib.Path(folder)
+  out = []
+  for path in sorted(folder.glob('*.toml')):
+    rows = plan.status(plan.read_plan(path), groups)
+    done = sum(len(r['recorded']) for r in rows)
+    total = sum(len(r['entry'].seeds) for r in rows)
+    text = (plan.status_table(rows) + f'\n{done} of {total} planned seeds '
+            f'recorded with the planned command (`{PLANS / path.name}`; '
+            '*trains on*: the commit a missing seed is trained on).\n')
+    out.append(records.Output(f'plans/{path.stem}.md', text))
+  return out
 
 
 def verification_table(groups: Mapping[str, Sequence[Mapping[str, Any]]],
