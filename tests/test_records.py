@@ -501,7 +501,7 @@ def test_act_task_claims_pair_act_with_no_act_and_replace_the_summary_row(
       act_results.ADDITION_GPU: [gpu],
       'act/addition_d3n3_noact': [run(add, s, 0.10 + s / 100)
                                   for s in range(3)],
-      'act/addition_d3n3_tau0.001': [run(add, s, 0.05, 1e-3, slope=1.0)
+      'act/addition_d3n3_tau0.001': [run(add, s, 0.04, 1e-3, slope=1.0)
                                      for s in (2, 0, 1)],
       'act/addition_d3n3_tau0.01': [run(add, s, 0.10 + s / 100 + (
           0.01 if s == 1 else -0.01), 1e-2) for s in range(3)],
@@ -513,8 +513,9 @@ def test_act_task_claims_pair_act_with_no_act_and_replace_the_summary_row(
   # No ACT first; seeds in order; the GPU record is not a setting.
   assert table.index('`--act=false`') < table.index('`--tau=0.001`')
   assert ('| `--hidden_size=128` `--max_digits=3` `--max_len=3` | '
-          '`--tau=0.001` | seeds 0-2 | 20,000 | 5.0% ± 0.0% | 5.0% / 5.0% / '
-          '5.0% | 4.00 | 1.000 (95% CI 1.000 to 1.000; n = 3) |') in table
+          '`--tau=0.001` | seeds 0-2 | 20,000 | 4.0% ± 0.0% | 4.0% / 4.0% / '
+          '4.0% | 4.00 | 1.000 (95% CI 1.000 to 1.000; n = 3) | 1.000 (95% '
+          'CI 1.000 to 1.000; n = 3) |') in table
   assert 'max_digits=5' not in table
   text = task_claims.task_verdicts(groups, task_claims.TASKS[1],
                                    exclude=(act_results.ADDITION_GPU,))
@@ -525,6 +526,18 @@ def test_act_task_claims_pair_act_with_no_act_and_replace_the_summary_row(
       '**within noise** | better on 2 of 3 seeds') in text
   assert ('τ = 0.001: ponder grows with the digits per number' in text
           and '**holds**' in text)
+  # The growth is read over what a run solves: ponder that rises while the
+  # network solves and falls where it fails at chance still grows.
+  logic = groups['act/logic_tau0.001'][0]
+  logic['tables']['difficulty'] = [
+      {'difficulty': d, 'sequence_error': 0.0 if d <= 4 else 0.5,
+       'ponder': 3.0 + d if d <= 4 else 12.0 - d} for d in range(1, 11)]
+  assert task_claims.ponder_slope(logic) < 0
+  assert task_claims.ponder_slope(logic, task_claims.SOLVED_ERROR) == 1.0
+  logic_text = task_claims.task_verdicts(groups, task_claims.TASKS[0])
+  assert '1 seed: fewer than 3' in logic_text.split('ponder grows')[1]
+  assert '| 1.000 (n = 1) |' in task_claims.task_table(
+      groups, task_claims.TASKS[0])
   # One logic seed: its bound is undecided, and it replaces the
   # not-recorded row of the summary; sort stays not recorded.
   summary = act_results.summary_text(groups[act_results.MAIN], [],
