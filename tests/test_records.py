@@ -559,3 +559,33 @@ def test_act_task_claims_pair_act_with_no_act_and_replace_the_summary_row(
   fig.draw(tmp_path / 'addition.svg')
   assert (tmp_path / 'addition.svg').read_text().startswith('<?xml')
   assert 'ponder grows with the digits' not in summary
+
+
+def test_act_flat_ponder_runs_sit_beside_the_main_command(tmp_path):
+  from vcrnn_jax.papers.act import results as act_results
+
+  def run(seed, tau, error, slope, **flags):
+    r = _act_record(seed, error, steps=flags.pop('steps', 300_000))
+    r['flags'] = {'tau': tau, 'learning_rate': 1e-3, 'layout': 'prefix',
+                  **flags}
+    r['tables'] = {'difficulty': [
+        {'difficulty': d, 'sequence_error': 0.0, 'ponder': 3 + slope * d}
+        for d in (1, 32, 64)]}
+    return r
+  groups = {act_results.MAIN: [run(s, 0.01, 0.02, 0.0) for s in range(3)],
+            'act/parity_lr1e-4_tau0.01': [run(0, 0.01, 0.01, 0.1,
+                                              learning_rate=1e-4,
+                                              steps=1_000_000)]}
+  outs = {o.path: o for o in act_results.outputs(groups)}
+  text = outs['act/flat_ponder.md'].text
+  assert ('| 0.01 | learning rate changed | `--learning_rate=0.0001` '
+          '`--layout=prefix` | seed 0 | 1000k | 1.00% | 3.00 ± 0.00 | '
+          '0.1000 (n = 1) | 0.1000 (n = 1) |') in text
+  assert ('| 0.01 | the main command settings | `--learning_rate=0.001` '
+          '`--layout=prefix` | seeds 0-2 | 300k |') in text
+  assert list(outs['act/flat_ponder.svg'].data) == [
+      'parity_lr1e-4_tau0.01, seed 0']
+  outs['act/flat_ponder.svg'].draw(tmp_path / 'flat.svg')
+  assert (tmp_path / 'flat.svg').read_text().startswith('<?xml')
+  # Not a sweep folder: tau 0.01 keeps the main command's seeds only.
+  assert [len(r) for _, r in act_results.sweep_groups(groups)] == [3]

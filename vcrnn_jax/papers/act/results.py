@@ -42,6 +42,7 @@ __all__ = [
     'PAPER_NO_ACT',
     'GROWTH_SLOPE',
     'SOLVED_ERROR',
+    'FLAT_PREFIXES',
     'UNRECORDED',
     'DIFFICULTY_BINS',
     'main_command_text',
@@ -62,6 +63,9 @@ __all__ = [
     'SWEEP_BOUND_TAU',
     'sweep_groups',
     'sweep_table',
+    'flat_groups',
+    'flat_table',
+    'flat_difficulty_data',
     'sweep_verdicts',
     'sweep_data',
     'sweep_difficulty_data',
@@ -97,6 +101,11 @@ SOLVED_ERROR = PAPER_ERROR
 # The tau sweep's folders: ``act/parity_tau1e-3`` and so on; tau is read
 # from each record's flags, not from the name.
 SWEEP_PREFIX = 'act/parity_tau'
+# The flat-ponder runs: the main command at one tau with one training
+# setting changed, the learning rate (``act/parity_lr1e-4_tau0.01``) or the
+# reading of the data (``act/parity_random_tau0.01``), for a million updates.
+FLAT_PREFIXES = {'act/parity_lr': 'learning rate',
+                 'act/parity_random': 'the reading of the data'}
 # Graves 2016, Fig. 4: the bound holds "for tau <= 0.03".
 SWEEP_BOUND_TAU = 0.03
 # The paper's claims without a record here (Secs. 3.2-3.5); a task's row
@@ -596,6 +605,55 @@ def sweep_table(sweep, no_act: Sequence[Mapping[str, Any]] = (),
   return ''.join(lines) + '\n'
 
 
+def flat_groups(groups: Mapping[str, Sequence[Mapping[str, Any]]]
+                ) -> list[tuple[str, str, list]]:
+  """``(folder, what changed, records)`` of every flat-ponder folder."""
+  return [(name, what, list(runs)) for name, runs in sorted(groups.items())
+          for prefix, what in FLAT_PREFIXES.items()
+          if name.startswith(prefix)]
+
+
+def _setting_text(runs) -> str:
+  flags = runs[0].get('flags', {})
+  return (f'`--learning_rate={flags.get("learning_rate", 0):g}` '
+          f'`--layout={flags.get("layout", "prefix")}`')
+
+
+def flat_table(flat, sweep, status: str = '') -> str:
+  """Each flat-ponder folder beside the main command at its tau: seeds,
+  steps, error, ponder and both slopes of ponder per non-zero bit."""
+  by_tau = dict(sweep)
+  rows, everything = [], []
+  for _, what, runs in flat:
+    tau = float(runs[0]['flags']['tau'])
+    base = by_tau.get(tau, [])
+    for label, group in ((f'{what} changed', runs), ('the main command '
+                                                     'settings', base)):
+      if not group:
+        continue
+      errors = _errors(group)
+      rows.append([f'{tau:g}', label, _setting_text(group),
+                   records.seeds_text(group), _steps_k(group),
+                   _mean_std_pct(errors), _mean_ponder(group),
+                   _slope_text(group), _slope_text(group, solved_slope)])
+    everything += runs
+  lines = [records.table(
+      ['τ', 'run', 'settings', 'seeds', 'steps', 'sequence error', 'ponder',
+       'ponder per bit (slope)',
+       f'over the bits solved (below {_pct(SOLVED_ERROR, 0)})'], rows), '\n',
+      records.provenance(everything), f' {status}' if status else '']
+  return ''.join(lines) + '\n'
+
+
+def flat_difficulty_data(flat) -> dict:
+  """Per flat-ponder folder and seed, ``[bits, sequence error, ponder]``."""
+  return {f'{name.split("/")[1]}, seed {r["seed"]}': rows
+          for name, _, runs in flat
+          for r in runs
+          for rows in [[[d['difficulty'], d['sequence_error'], d['ponder']]
+                        for d in _difficulty_rows(r)]] if rows}
+
+
 def sweep_verdicts(sweep) -> str:
   """Fig. 4's bound at every tau <= 0.03, Fig. 6's growth at every tau,
   Fig. 5's order of ponder across tau and Fig. 6's order of its slope, each
@@ -765,6 +823,15 @@ def outputs(groups: Mapping[str, Sequence[Mapping[str, Any]]],
       out.append(records.Output(
           'act/tau_sweep_difficulty.svg', data=by_tau,
           draw=lambda p: draw_sweep_difficulty(by_tau, p)))
+  flat = flat_groups(groups)
+  if flat:
+    status = ' '.join(f'`{name}`: {verify.status_line(name, runs, statuses)}'
+                      for name, _, runs in flat)
+    data = flat_difficulty_data(flat)
+    out += [records.Output('act/flat_ponder.md',
+                           flat_table(flat, sweep, status)),
+            records.Output('act/flat_ponder.svg', data=data,
+                           draw=lambda p: draw_difficulty(data, p))]
   out += task_claims.outputs(groups, statuses, exclude=(ADDITION_GPU,))
   diff = difficulty_table(main)
   if diff:
