@@ -200,8 +200,10 @@ def _run(runs: pathlib.Path) -> None:
   while True:
     todo = [j for j in plan.jobs(_status()) if j.workdir not in tried]
     for job in todo:
-      tried.add(job.workdir)
+      # A run claimed by another process is tried again later: that
+      # process may end before finishing it.
       if _claim(runs / job.workdir):
+        tried.add(job.workdir)
         try:
           _train(job, runs)
         finally:

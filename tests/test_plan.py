@@ -4,6 +4,7 @@ import os
 import pathlib
 import socket
 import subprocess
+import threading
 import time
 
 import pytest
@@ -236,3 +237,34 @@ def test_the_pages_show_each_plan_against_the_records(tmp_path):
   assert out.path == 'plans/act.md'
   assert '| act/parity | 0,1 | 0 | 1 | aaaaaaa | - |' in out.text
   assert '1 of 2 planned seeds recorded' in out.text
+
+
+_WAIT = '''[[run]]
+folder = "x/wait"
+seeds = "0-1"
+command = [\'\'\'python -c "import pathlib, sys, time; time.sleep(3);\'\'\',
+           \'\'\'pathlib.Path(sys.argv[1], 'o').write_text(sys.argv[2])"\'\'\',
+           "{workdir} {seed}"]
+'''
+
+
+def test_a_run_whose_claimer_ends_is_taken_in_the_same_invocation(
+    tmp_path):
+  plans = tmp_path / 'plans'
+  plans.mkdir()
+  _write(plans, _WAIT, 'x.toml')
+  (tmp_path / 'records').mkdir()
+  runs = tmp_path / 'runs'
+  # Seed 1 is claimed by a process that ends while seed 0 trains.
+  claimer = subprocess.Popen(['sleep', '1'])
+  # Reaped as soon as it ends: a zombie's pid still answers kill -0.
+  threading.Thread(target=claimer.wait, daemon=True).start()
+  (runs / 'x/wait/seed=1').mkdir(parents=True)
+  (runs / 'x/wait/seed=1/.claim').write_text(
+      f'{socket.gethostname()} {claimer.pid}')
+  result = _binaries.run('plan', [
+      f'--plan_dir={plans}', f'--records={tmp_path / "records"}', '--run',
+      f'--runs={runs}'])
+  assert result.returncode == 0, result.stderr
+  assert (runs / 'x/wait/seed=0/o').read_text() == '0'
+  assert (runs / 'x/wait/seed=1/o').read_text() == '1'
