@@ -575,7 +575,9 @@ def test_act_flat_ponder_runs_sit_beside_the_main_command(tmp_path):
   groups = {act_results.MAIN: [run(s, 0.01, 0.02, 0.0) for s in range(3)],
             'act/parity_lr1e-4_tau0.01': [run(0, 0.01, 0.01, 0.1,
                                               learning_rate=1e-4,
-                                              steps=1_000_000)]}
+                                              steps=1_000_000)],
+            'act/parity_random_tau0.01': [run(0, 0.01, 0.5, 0.0,
+                                              layout='random')]}
   outs = {o.path: o for o in act_results.outputs(groups)}
   text = outs['act/flat_ponder.md'].text
   assert ('| 0.01 | learning rate changed | `--learning_rate=0.0001` '
@@ -583,8 +585,12 @@ def test_act_flat_ponder_runs_sit_beside_the_main_command(tmp_path):
           '0.1000 (n = 1) | 0.1000 (n = 1) |') in text
   assert ('| 0.01 | the main command settings | `--learning_rate=0.001` '
           '`--layout=prefix` | seeds 0-2 | 300k |') in text
+  # The main command's row comes once per tau.
+  assert text.count('the main command settings') == 1
+  assert '| the reading of the data changed | `--learning_rate=0.001` ' in (
+      text)
   assert list(outs['act/flat_ponder.svg'].data) == [
-      'parity_lr1e-4_tau0.01, seed 0']
+      'parity_lr1e-4_tau0.01, seed 0', 'parity_random_tau0.01, seed 0']
   outs['act/flat_ponder.svg'].draw(tmp_path / 'flat.svg')
   assert (tmp_path / 'flat.svg').read_text().startswith('<?xml')
   # Not a sweep folder: tau 0.01 keeps the main command's seeds only.

@@ -624,9 +624,10 @@ def flat_table(flat, sweep, status: str = '') -> str:
   steps, error, ponder and both slopes of ponder per non-zero bit."""
   by_tau = dict(sweep)
   rows, everything = [], []
-  for _, what, runs in flat:
+  for _, what, runs in sorted(flat, key=lambda f: float(
+      f[2][0]['flags']['tau'])):
     tau = float(runs[0]['flags']['tau'])
-    base = by_tau.get(tau, [])
+    base = by_tau.pop(tau, [])     # once per tau, after its first change
     for label, group in ((f'{what} changed', runs), ('the main command '
                                                      'settings', base)):
       if not group:
