@@ -15,6 +15,18 @@ from vcrnn_jax.papers import results
 
 PLANS = pathlib.Path(__file__).resolve().parents[1] / 'docs/results/plans'
 
+def _run_args(tmp_path, text):
+  """One plan ``text`` with no records; the flags of ``plan --run`` on it and
+  the runs root."""
+  plans = tmp_path / 'plans'
+  plans.mkdir()
+  _write(plans, text, 'x.toml')
+  (tmp_path / 'records').mkdir()
+  runs = tmp_path / 'runs'
+  return [f'--plan_dir={plans}', f'--records={tmp_path / "records"}',
+          '--run', f'--runs={runs}'], runs
+
+
 _PARITY = ('python -m experiments.act_parity --tau=0.01 --seed={seed} '
            '--workdir={workdir}')
 
@@ -135,17 +147,11 @@ then = "again"
 
 
 def test_run_trains_each_missing_seed_once_on_a_clean_clone(tmp_path):
-  plans = tmp_path / 'plans'
-  plans.mkdir()
-  _write(plans, _TOUCH, 'x.toml')
-  (tmp_path / 'records').mkdir()
-  runs = tmp_path / 'runs'
+  args, runs = _run_args(tmp_path, _TOUCH)
   # Seed 1 is being trained by a live process: it is left alone.
   (runs / 'x/touch/seed=1').mkdir(parents=True)
   (runs / 'x/touch/seed=1/.claim').write_text(
       f'{socket.gethostname()} {os.getpid()}')
-  args = [f'--plan_dir={plans}', f'--records={tmp_path / "records"}',
-          '--run', f'--runs={runs}']
   result = _binaries.run('plan', args)
   assert result.returncode == 0, result.stderr
   assert '| x/touch | 0,1 | - | 0,1 | today\'s code | - |' in result.stdout
@@ -196,14 +202,9 @@ command = \'\'\'python -c "import time; time.sleep(300)" {workdir} {seed}\'\'\'
 
 
 def test_kill_stops_the_run_and_frees_its_claim(tmp_path):
-  plans = tmp_path / 'plans'
-  plans.mkdir()
-  _write(plans, _SLEEP, 'x.toml')
-  (tmp_path / 'records').mkdir()
-  runs = tmp_path / 'runs'
-  proc = _binaries.start('plan', [
-      f'--plan_dir={plans}', f'--records={tmp_path / "records"}', '--run',
-      f'--runs={runs}'], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+  args, runs = _run_args(tmp_path, _SLEEP)
+  proc = _binaries.start('plan', args, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
   claim = runs / 'x/sleep/seed=0/.claim'
   deadline = time.monotonic() + 60
   while not (runs / 'x/sleep/seed=0/run.log').exists() or not list(
@@ -250,11 +251,7 @@ command = [\'\'\'python -c "import pathlib, sys, time; time.sleep(3);\'\'\',
 
 def test_a_run_whose_claimer_ends_is_taken_in_the_same_invocation(
     tmp_path):
-  plans = tmp_path / 'plans'
-  plans.mkdir()
-  _write(plans, _WAIT, 'x.toml')
-  (tmp_path / 'records').mkdir()
-  runs = tmp_path / 'runs'
+  args, runs = _run_args(tmp_path, _WAIT)
   # Seed 1 is claimed by a process that ends while seed 0 trains.
   claimer = subprocess.Popen(['sleep', '1'])
   # Reaped as soon as it ends: a zombie's pid still answers kill -0.
@@ -262,9 +259,7 @@ def test_a_run_whose_claimer_ends_is_taken_in_the_same_invocation(
   (runs / 'x/wait/seed=1').mkdir(parents=True)
   (runs / 'x/wait/seed=1/.claim').write_text(
       f'{socket.gethostname()} {claimer.pid}')
-  result = _binaries.run('plan', [
-      f'--plan_dir={plans}', f'--records={tmp_path / "records"}', '--run',
-      f'--runs={runs}'])
+  result = _binaries.run('plan', args)
   assert result.returncode == 0, result.stderr
   assert (runs / 'x/wait/seed=0/o').read_text() == '0'
   assert (runs / 'x/wait/seed=1/o').read_text() == '1'
