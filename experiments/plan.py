@@ -14,7 +14,8 @@ each records folder are recorded and which are missing. Then::
 
 trains the missing runs one after another, each in its workdir
 ``<runs>/<folder>/seed=<seed>`` and on the commit of its folder's records
-(a clone at ``<runs>/trees/<commit>``; today's HEAD for a new folder), the
+(a clone at ``<runs>/trees/<commit>``; for a new folder, the commit its
+workdir first started on, or today's HEAD), the
 output in the workdir's ``run.log``; a finished run gets a ``.done``
 marker and, with ``--record``, its record in the folder (then
 ``experiments.verify`` and ``experiments.results`` as usual). Start the same
@@ -28,6 +29,7 @@ command is started again (``kill`` on the process stops its run too);
 
 import datetime
 import fnmatch
+import json
 import os
 import pathlib
 import shlex
@@ -171,10 +173,26 @@ def _record(job: plan.Job, workdir: pathlib.Path) -> None:
   _say(f'  record: {text[-1] if text else done.returncode}')
 
 
+def _started_on(workdir: pathlib.Path) -> str | None:
+  """The commit the workdir's run first started on, from its manifests
+  (one per seed for a binary that trains its seeds together); None when it
+  never started."""
+  starts = []
+  for path in [workdir / 'manifest.jsonl',
+               *sorted(workdir.glob('seed=*/manifest.jsonl'))]:
+    if path.is_file():
+      for line in path.read_text().splitlines():
+        entry = json.loads(line)
+        starts.append((entry.get('started', 0.0), entry['commit']))
+  return min(starts)[1] if starts else None
+
+
 def _train(job: plan.Job, runs: pathlib.Path) -> None:
   workdir = runs / job.workdir
   if not (workdir / '.done').exists():
-    tree = _tree(job.commit, runs)
+    # A new folder's run resumes on the commit it started on, not on
+    # today's HEAD: a record's starts must share one commit.
+    tree = _tree(job.commit or _started_on(workdir), runs)
     _say(f'start {job.workdir} on {tree.name[:7]}')
     start = time.monotonic()
     for line in job.commands(workdir, FLAGS.data_dir):

@@ -263,3 +263,38 @@ def test_a_run_whose_claimer_ends_is_taken_in_the_same_invocation(
   assert result.returncode == 0, result.stderr
   assert (runs / 'x/wait/seed=0/o').read_text() == '0'
   assert (runs / 'x/wait/seed=1/o').read_text() == '1'
+
+
+_ONE = '''[[run]]
+folder = "x/one"
+seeds = "0"
+command = \'\'\'python -c "import sys" {workdir} {seed}\'\'\'
+'''
+_TOGETHER = '''[[run]]
+folder = "x/one"
+seeds = "0"
+together = true
+command = \'\'\'python -c "import sys" {workdir} {seeds}\'\'\'
+'''
+
+
+@pytest.mark.parametrize('text, manifest', [
+    (_ONE, 'x/one/seed=0/manifest.jsonl'),
+    (_TOGETHER, 'x/one/seed=0/manifest.jsonl'),
+])
+def test_a_started_run_of_a_new_folder_resumes_on_its_first_commit(
+    tmp_path, text, manifest):
+  args, runs = _run_args(tmp_path, text)
+  repo = pathlib.Path(__file__).resolve().parents[1]
+  older, newer = subprocess.run(
+      ['git', 'rev-parse', 'HEAD~2', 'HEAD~1'], cwd=repo, check=True,
+      text=True, capture_output=True).stdout.split()
+  (runs / manifest).parent.mkdir(parents=True)
+  # Started on `older`, resumed on `newer`: the first start decides.
+  (runs / manifest).write_text(
+      f'{{"commit": "{newer}", "started": 2.0}}\n'
+      f'{{"commit": "{older}", "started": 1.0}}\n')
+  result = _binaries.run('plan', args)
+  assert result.returncode == 0, result.stderr
+  assert f' on {older[:7]}' in result.stdout
+  assert [t.name for t in (runs / 'trees').iterdir()] == [older[:12]]
