@@ -29,7 +29,6 @@ command is started again (``kill`` on the process stops its run too);
 
 import datetime
 import fnmatch
-import json
 import os
 import pathlib
 import shlex
@@ -42,7 +41,7 @@ import time
 from absl import flags
 
 from experiments import _common
-from vcrnn_jax.analysis import plan, records
+from vcrnn_jax.analysis import manifest, plan, records
 from vcrnn_jax.papers import results
 
 PLANS = pathlib.Path(__file__).resolve().parent.parent / 'docs/results/plans'
@@ -177,14 +176,11 @@ def _started_on(workdir: pathlib.Path) -> str | None:
   """The commit the workdir's run first started on, from its manifests
   (one per seed for a binary that trains its seeds together); None when it
   never started."""
-  starts = []
-  for path in [workdir / 'manifest.jsonl',
-               *sorted(workdir.glob('seed=*/manifest.jsonl'))]:
-    if path.is_file():
-      for line in path.read_text().splitlines():
-        entry = json.loads(line)
-        starts.append((entry.get('started', 0.0), entry['commit']))
-  return min(starts)[1] if starts else None
+  starts = [s for path in [workdir, *sorted(workdir.glob('seed=*'))]
+            for s in manifest.read(path)]
+  if not starts:
+    return None
+  return min(starts, key=lambda s: s.get('started', 0.0))['commit']
 
 
 def _train(job: plan.Job, runs: pathlib.Path) -> None:
