@@ -31,7 +31,8 @@ ELMAN = dict(elman128=[(128, 2.00), (128, 2.02), (128, 2.01)],
     ('elman128', frontier.Model('elman', 128, None)),
     ('vcrnn256_m0.3', frontier.Model('vcrnn', 256, 0.3)),
     ('vcgru192_m0.5', frontier.Model('vcgru', 192, 0.5)),
-    ('vcrnn256_m0.6_w1', frontier.Model('vcrnn', 256, 0.6, 1.0))])
+    ('vcrnn256_m0.6_w1', frontier.Model('vcrnn', 256, 0.6, 1.0)),
+    ('vcrnn256_m0.5_guided', frontier.Model('vcrnn', 256, 0.5, guided=True))])
 def test_folder_names_parse(name, expected):
   assert frontier.parse(name) == expected
   assert frontier._folder(expected) == name
@@ -40,14 +41,36 @@ def test_folder_names_parse(name, expected):
 def test_a_bad_folder_name_says_what_is_expected():
   with pytest.raises(ValueError, match='elman128 or vcrnn256_m0.3'):
     frontier.parse('vcrnn_big')
-  with pytest.raises(ValueError, match='a penalty weight needs a target'):
+  with pytest.raises(ValueError, match='the guide needs a target'):
     frontier.parse('vcrnn256_w1')
+  with pytest.raises(ValueError, match='the guide needs a target'):
+    frontier.parse('vcrnn256_guided')
 
 
 def test_a_penalty_weight_names_its_own_setting():
   assert frontier.parse('vcrnn256_m0.6_w1').label == (
       'VCRNN-256 (m̄ 0.6, Ω weight 1)')
   assert frontier.parse('vcrnn256_m0.1').label == 'VCRNN-256 (m̄ 0.1)'
+  assert frontier.parse('vcrnn256_m0.5_guided').label == (
+      'VCRNN-256 (m̄ 0.5, guided)')
+
+
+def test_a_guided_setting_is_judged_but_kept_apart_from_the_learned_one():
+  groups = _groups(**ELMAN, **{
+      'vcrnn256_m0.5': [(192, 1.85), (192, 1.86), (192, 1.86)],
+      'vcrnn256_m0.5_guided': [(192, 1.95), (192, 1.97), (192, 1.96)]})
+  learned, guided = frontier.frontier_rows(groups, 'ptb')
+  assert learned[0].startswith('Table 3, Sec. 5.2.1: VCRNN-256 (m̄ 0.5) ')
+  assert guided[0].startswith('Sec. 5.2.2, the guide')
+  assert guided[3] == '**does not hold**'
+  # The figure neither joins the guided mean to the learned line nor
+  # pools its runs into where the learned scheduler computes.
+  cells = {label: entry['cell'] for label, entry in
+           frontier.frontier_data(groups, 'ptb')['models'].items()}
+  assert cells['VCRNN-256 (m̄ 0.5, guided)'] == 'vcrnn_guided'
+  assert cells['VCRNN-256 (m̄ 0.5)'] == 'vcrnn'
+  label, runs = vc._frontier_vc_runs(groups, 'ptb')
+  assert len(runs) == 3 and 'guided' not in label
 
 
 def test_interpolation_stays_inside_the_frontier():

@@ -13,7 +13,11 @@ folder of records, one record per seed:
   a frontier of its own, since its budget differs) or ``music``
   (``experiments.vc_music``: perplexity); ``model`` is the cell and width,
   ``elman128``, ``gru192``, and for a VC cell its target
-  :math:`\bar m` too, ``vcrnn256_m0.3``.
+  :math:`\bar m` too, ``vcrnn256_m0.3``; ``_guided`` marks Sec. 5.2.2's
+  guide setting (``--boundary_target=1.0``: :math:`\bar m = 1` on word
+  boundaries, the target elsewhere), judged against the same frontier but
+  drawn apart and left out of the learned scheduler's where-computation-goes
+  rows.
 
 Computation is RNN-d, Table 3's measure: the width of the Elman network that
 runs as many multiplications per step (for a VC cell, from the dimensions
@@ -63,45 +67,55 @@ _TITLES = {'ptb': 'Character PTB', 'ptb1024': 'Character PTB at D 1024',
            'music': 'Irish tunes'}
 # Each VC cell and the constant-computation cell it is compared with.
 COUNTERPART = {'vcrnn': 'elman', 'vcgru': 'gru'}
-_NAMES = {'elman': 'Elman', 'gru': 'GRU', 'vcrnn': 'VCRNN', 'vcgru': 'VCGRU'}
+_NAMES = {'elman': 'Elman', 'gru': 'GRU', 'vcrnn': 'VCRNN', 'vcgru': 'VCGRU',
+          'vcrnn_guided': 'VCRNN (guided)'}
+# Where a guided setting's claim is from: the paper guides on Europarl only.
+_GUIDE_SOURCE = 'Sec. 5.2.2, the guide (Fig. 4 uses it on Europarl)'
 _MODEL = re.compile(r'^(?P<cell>[a-z]+?)(?P<width>\d+)'
-                    r'(?:_m(?P<target>[\d.]+))?(?:_w(?P<weight>[\d.]+))?$')
+                    r'(?:_m(?P<target>[\d.]+))?(?:_w(?P<weight>[\d.]+))?'
+                    r'(?P<guided>_guided)?$')
 
 
 class Model(NamedTuple):
   """A folder's model: its cell, width D and (VC cells) target m̄, with the
   penalty weight where the folder names one (``_w1``: another weight than
-  the frontier's common ``--penalty_weight``)."""
+  the frontier's common ``--penalty_weight``), and whether the scheduler
+  is guided to the word boundaries (``_guided``)."""
   cell: str
   width: int
   target: float | None
   weight: float | None = None
+  guided: bool = False
 
   @property
   def label(self) -> str:
     """``'VCRNN-256 (m̄ 0.3)'``, ``'VCRNN-256 (m̄ 0.6, Ω weight 1)'``,
-    ``'Elman-128'``."""
+    ``'VCRNN-256 (m̄ 0.5, guided)'``, ``'Elman-128'``."""
     base = f'{_NAMES.get(self.cell, self.cell)}-{self.width}'
     if self.target is None:
       return base
     weight = '' if self.weight is None else f', Ω weight {self.weight:g}'
-    return f'{base} (m̄ {self.target:g}{weight})'
+    guided = ', guided' if self.guided else ''
+    return f'{base} (m̄ {self.target:g}{weight}{guided})'
 
 
 def parse(model: str) -> Model:
   """``'vcrnn256_m0.3'`` -> ``Model('vcrnn', 256, 0.3)``;
-  ``'vcrnn256_m0.6_w1'`` -> ``Model('vcrnn', 256, 0.6, 1.0)``."""
+  ``'vcrnn256_m0.6_w1'`` -> ``Model('vcrnn', 256, 0.6, 1.0)``;
+  ``'vcrnn256_m0.5_guided'`` -> ``Model('vcrnn', 256, 0.5, guided=True)``."""
   match = _MODEL.match(model)
   if match is None:
     raise ValueError(f'not a frontier model name: {model!r} (expected '
                      'e.g. elman128 or vcrnn256_m0.3)')
   target, weight = match['target'], match['weight']
-  if weight is not None and target is None:
+  if (weight is not None or match['guided']) and target is None:
     raise ValueError(f'not a frontier model name: {model!r} (a penalty '
-                     'weight needs a target, e.g. vcrnn256_m0.6_w1)')
+                     'weight or the guide needs a target, e.g. '
+                     'vcrnn256_m0.6_w1, vcrnn256_m0.5_guided)')
   return Model(match['cell'], int(match['width']),
                None if target is None else float(target),
-               None if weight is None else float(weight))
+               None if weight is None else float(weight),
+               bool(match['guided']))
 
 
 def models(groups: Mapping[str, Sequence[Mapping[str, Any]]], corpus: str
@@ -113,7 +127,7 @@ def models(groups: Mapping[str, Sequence[Mapping[str, Any]]], corpus: str
   return dict(sorted(found.items(),
                      key=lambda kv: (kv[0].cell, kv[0].width,
                                      kv[0].target or 0.0,
-                                     kv[0].weight or 0.0)))
+                                     kv[0].weight or 0.0, kv[0].guided)))
 
 
 def _test(run: Mapping[str, Any], key: str) -> float | None:
@@ -193,7 +207,9 @@ def _folder(model: Model) -> str:
   base = f'{model.cell}{model.width}'
   if model.target is not None:
     base += f'_m{model.target:g}'
-  return base if model.weight is None else f'{base}_w{model.weight:g}'
+  if model.weight is not None:
+    base += f'_w{model.weight:g}'
+  return f'{base}_guided' if model.guided else base
 
 
 def _fmt(corpus: str):
@@ -217,6 +233,7 @@ def frontier_rows(groups, corpus: str) -> list[list[str]]:
     by_seed = gains(runs, base, metric)
     claim = (f'{model.label} below the {_NAMES[base_cell]} frontier in '
              f'{what} at its RNN-d')
+    where = _GUIDE_SOURCE if model.guided else source
     verdict = verdicts.sign_every_seed(
         [by_seed[s] for s in sorted(by_seed)], claim=claim, fmt=fmt)
     span = [_test(r, 'rnn_d') for rs in base.values() for r in rs]
@@ -228,18 +245,20 @@ def frontier_rows(groups, corpus: str) -> list[list[str]]:
             f'{len(by_seed)} of {len(runs)} seeds inside the '
             f'{_NAMES[base_cell]} frontier ({inside})')
     label, evidence, criterion = verdict.cells()
-    rows.append([f'{source}: {claim}',
+    rows.append([f'{where}: {claim}',
                  f'lower {what} than the constant-computation network at '
-                 f'as many or more operations ({source})',
+                 f'as many or more operations ({where})',
                  f'{here}; {evidence}', label, criterion])
   return rows
 
 
 def frontier_data(groups, corpus: str) -> dict:
-  """What the figure draws: per model, (seed, RNN-d, metric) per run."""
+  """What the figure draws: per model, (seed, RNN-d, metric) per run; a
+  guided setting is a cell of its own, so that its mean is not joined to
+  the learned scheduler's."""
   metric = CORPORA[corpus][0]
   return {'corpus': corpus, 'metric': CORPORA[corpus][1], 'models': {
-      m.label: {'cell': m.cell, 'runs': [
+      m.label: {'cell': f'{m.cell}_guided' if m.guided else m.cell, 'runs': [
           (r['seed'], _test(r, 'rnn_d'), _test(r, metric)) for r in runs]}
       for m, runs in models(groups, corpus).items()}}
 
@@ -249,7 +268,8 @@ def draw_frontier(data: Mapping[str, Any], path):
   cross, each cell's means joined in order of computation."""
   fig = plots.new_figure((7.0, 4.5))
   ax = fig.subplots()
-  colours = {'elman': 'C0', 'vcrnn': 'C1', 'gru': 'C2', 'vcgru': 'C3'}
+  colours = {'elman': 'C0', 'vcrnn': 'C1', 'gru': 'C2', 'vcgru': 'C3',
+             'vcrnn_guided': 'C4'}
   means = {}
   for entry in data['models'].values():
     runs = [(x, y) for _, x, y in entry['runs'] if None not in (x, y)]

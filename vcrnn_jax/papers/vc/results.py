@@ -405,10 +405,11 @@ def music_rows(music: Mapping[str, list]) -> Rows:
 
 
 def _frontier_vc_runs(groups, corpus: str) -> tuple[str, list]:
-  """The frontier's VCRNN runs of a corpus, every target pooled, and how
-  the rows name them."""
+  """The frontier's VCRNN runs of a corpus, every target of the learned
+  scheduler pooled (a guided one is told where to compute), and how the
+  rows name them."""
   found = {m: r for m, r in frontier.models(groups, corpus).items()
-           if m.cell == 'vcrnn'}
+           if m.cell == 'vcrnn' and not m.guided}
   runs = [r for rs in found.values() for r in rs]
   targets = '/'.join(f'{m.target:g}' for m in found)
   widths = sorted({m.width for m in found})
