@@ -195,3 +195,22 @@ def test_where_computation_goes_is_judged_over_every_frontier_vc_run():
       'results']['analysis']['mean_m_by_class']['symbol']['boundary'][
           'mean'] = 0.3
   assert vc.frontier_where_rows(groups)[0][3] != '**holds**'
+
+
+def test_the_vcgru_gets_its_own_word_boundary_row():
+  groups = _groups(**ELMAN, **{'vcrnn256_m0.1': [(150, 1.9)] * 3,
+                               'vcgru256_m0.1': [(300, 1.7)] * 3,
+                               'vcgru256_m0.6_w1': [(200, 1.8)] * 3})
+  for name, runs in groups.items():
+    for r in runs:
+      if 'vcrnn' in name:
+        _with_classes(r, 0.6, 0.4)
+      elif 'vcgru' in name:
+        _with_classes(r, 0.3, 0.4)
+  vcrnn_row, vcgru_row = vc.frontier_where_rows(groups)
+  assert 'VCRNN-256 at m̄ 0.1, every run' in vcrnn_row[0]
+  assert vcgru_row[0] == ('more computation at word boundaries (frontier '
+                          'VCGRU-256 at m̄ 0.1/0.6, every run)')
+  assert vcrnn_row[3] == '**holds**'
+  assert vcgru_row[3] == '**does not hold**' and '0 of 6 seeds' in (
+      vcgru_row[2])

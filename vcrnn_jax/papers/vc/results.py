@@ -404,32 +404,35 @@ def music_rows(music: Mapping[str, list]) -> Rows:
                 ('eighth notes', _of('mean_m_by_class', length, EIGHTH)))]
 
 
-def _frontier_vc_runs(groups, corpus: str) -> tuple[str, list]:
-  """The frontier's VCRNN runs of a corpus, every target of the learned
-  scheduler pooled (a guided one is told where to compute), and how the
-  rows name them."""
+def _frontier_vc_runs(groups, corpus: str, cell: str = 'vcrnn'
+                      ) -> tuple[str, list]:
+  """The frontier's runs of a VC cell on a corpus, every target of the
+  learned scheduler pooled (a guided one is told where to compute), and how
+  the rows name them."""
   found = {m: r for m, r in frontier.models(groups, corpus).items()
-           if m.cell == 'vcrnn' and not m.guided}
+           if m.cell == cell and not m.guided}
   runs = [r for rs in found.values() for r in rs]
   targets = '/'.join(f'{m.target:g}' for m in found)
   widths = sorted({m.width for m in found})
-  return (f'frontier VCRNN-{"/".join(map(str, widths))} at m̄ {targets}, '
-          'every run', runs)
+  return (f'frontier {cell.upper()}-{"/".join(map(str, widths))} at m̄ '
+          f'{targets}, every run', runs)
 
 
 def frontier_where_rows(groups) -> Rows:
   """Where computation goes (Fig. 3, Table 2, Sec. 5.1) over every run of
-  the frontier's VCRNN settings, each run one unit: rows only where the
-  frontier has VCRNN records."""
+  the frontier's VCRNN settings, each run one unit, and on PTB over the
+  VCGRU's too (Fig. 3 shows a VCRNN; the same measure asks it of the
+  VCGRU): rows only where the frontier has records of the cell."""
   rows = []
-  label, ptb = _frontier_vc_runs(groups, 'ptb')
-  if ptb:
-    rows.append(where_row(
-        ptb, f'more computation at word boundaries ({label})',
-        PAPER_BOUNDARY, 'mean m_t',
-        ('word boundaries', _of('mean_m_by_class', 'symbol', 'boundary')),
-        ('inside words', _of('mean_m_by_class', 'symbol', 'inside word')),
-        unit='run'))
+  for cell in ('vcrnn', 'vcgru'):
+    label, ptb = _frontier_vc_runs(groups, 'ptb', cell)
+    if ptb:
+      rows.append(where_row(
+          ptb, f'more computation at word boundaries ({label})',
+          PAPER_BOUNDARY, 'mean m_t',
+          ('word boundaries', _of('mean_m_by_class', 'symbol', 'boundary')),
+          ('inside words', _of('mean_m_by_class', 'symbol', 'inside word')),
+          unit='run'))
   label, music = _frontier_vc_runs(groups, 'music')
   kind, length = 'symbol kind', 'note length'
   if music:
