@@ -212,5 +212,6 @@ def test_the_vcgru_gets_its_own_word_boundary_row():
   assert vcgru_row[0] == ('more computation at word boundaries (frontier '
                           'VCGRU-256 at m̄ 0.1/0.6, every run)')
   assert vcrnn_row[3] == '**holds**'
+  assert 'the VCGRU scheduler follows the same patterns' in vcgru_row[1]
   assert vcgru_row[3] == '**does not hold**' and '0 of 6 seeds' in (
       vcgru_row[2])

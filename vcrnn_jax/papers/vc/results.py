@@ -201,6 +201,9 @@ PAPER_GUIDE = ('not run on PTB: the guide (Sec. 5.2.2) is used on Europarl '
 # Fig. 3 top (English) and Sec. 5.2.1, "Character Level Scheduler".
 PAPER_BOUNDARY = ('the highest dimensions are used about once per word, at '
                   'word boundaries (Fig. 3 top, Sec. 5.2.1)')
+# Sec. 5.2, "Character Level Scheduler", of the VCGRU.
+PAPER_BOUNDARY_VCGRU = ('"the VCGRU scheduler follows the same patterns" as '
+                        'the VCRNN\'s, used about once per word (Sec. 5.2)')
 # Sec. 5.1: mean m_t on bar lines against all other symbols, and on rests.
 PAPER_BAR = 'mean m_t 0.14 on bar lines against 0.46 on all others (Sec. 5.1)'
 PAPER_REST = 'mean m_t 0.34 on rests, 0.46 on all symbols but bars (Sec. 5.1)'
@@ -424,12 +427,13 @@ def frontier_where_rows(groups) -> Rows:
   VCGRU's too (Fig. 3 shows a VCRNN; the same measure asks it of the
   VCGRU): rows only where the frontier has records of the cell."""
   rows = []
-  for cell in ('vcrnn', 'vcgru'):
+  for cell, paper in (('vcrnn', PAPER_BOUNDARY),
+                      ('vcgru', PAPER_BOUNDARY_VCGRU)):
     label, ptb = _frontier_vc_runs(groups, 'ptb', cell)
     if ptb:
       rows.append(where_row(
           ptb, f'more computation at word boundaries ({label})',
-          PAPER_BOUNDARY, 'mean m_t',
+          paper, 'mean m_t',
           ('word boundaries', _of('mean_m_by_class', 'symbol', 'boundary')),
           ('inside words', _of('mean_m_by_class', 'symbol', 'inside word')),
           unit='run'))
