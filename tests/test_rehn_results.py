@@ -242,6 +242,18 @@ def test_table2_pairs_ei_rehn_with_each_recorded_rnn_and_rhn_row():
   assert 'not recorded' not in labels.values()
 
 
+def test_table2_compares_only_runs_of_one_length():
+  groups = _har(ei_rehn48=[0.86, 0.83, 0.87])
+  groups.update({f'{rehn.HAR}rnn32': [
+      _record(seed, {'test_accuracy': x}, epochs=100)
+      for seed, x in enumerate([0.79, 0.73, 0.77])]})
+  row = [r for r in rehn.table2_rows(groups) if 'RNN-32' in r.claim][0]
+  assert row.verdict.label == 'undecided'
+  assert 'different lengths (EI-REHN-48 20 epochs, RNN-32 100 epochs)' in (
+      row.verdict.evidence)
+  assert 'EI-REHN-48 20, RNN-32 100 of the paper\'s 100 epochs' in row.here
+
+
 def test_table1_counts_diverged_seeds_and_keeps_them_in_the_mean():
   groups = _synthetic(**CLEAR)
   rhn = groups[f'{rehn.SYNTHETIC}rhn20']
