@@ -42,13 +42,34 @@ def test_equal_depth_pairs_and_the_best_by_validation():
       'perplexity at $D_h = 100$'] == 'holds'
   best = [claim for claim in labels if 'its best' in claim]
   assert best == ['Table 3: EI-REHN at its best $R_{max}$ (2) below RHN at '
-                  'its best depth (3) at $D_h = 100$, best by validation '
-                  'perplexity']
+                  'its best depth (3) of depths 2-3 at $D_h = 100$, best by '
+                  'validation perplexity']
   # EI-REHN r2 (175-177) against RHN r3 (180-182): better on every seed.
   assert labels[best[0]] == 'holds'
   paper = [p for claim, p, _, _ in rows if 'its best' in claim][0]
   assert paper.startswith('EI-REHN best at $R_{max}$ = 3 (67.4), RHN at '
                           'depth 3 (69.8)')
+
+
+def test_the_best_waits_for_every_depth_of_both_models():
+  complete = dict(rhn_r2=[(200, 190)] * 3, rhn_r3=[(190, 180)] * 3,
+                  ei_rehn_r2=[(185, 175)] * 3, ei_rehn_r3=[(195, 170)] * 3)
+
+  def best(**extra):
+    rows = table3.rows(_groups(**complete, **extra), {2: 73.4, 3: 69.8,
+                       4: 68.3}, {2: 69.2, 3: 67.4, 4: 66.2})
+    return [v for claim, _, _, v in rows if 'its best' in claim][0]
+
+  assert best().label == 'holds'
+  # One seed of a new depth, far better on validation: it would be chosen
+  # as best, but the sweep is not complete.
+  short = best(rhn_r4=[(100, 100)])
+  assert short.label == 'undecided'
+  assert short.evidence == (
+      'RHN depth 4 has 1 seed; EI-REHN has no record at depth 4: the best '
+      'depth waits for 3 seeds at every depth of both models')
+  assert best(rhn_r4=[(100, 100)] * 3,
+              ei_rehn_r4=[(100, 99)] * 3).label == 'holds'
 
 
 def test_the_table_and_the_summary_take_the_records():

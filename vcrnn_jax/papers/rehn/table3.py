@@ -13,7 +13,9 @@ folder per model and depth, one record per seed:
 summary's claims: EI-REHN below RHN at each equal depth, and EI-REHN at its
 best :math:`R_{max}` below RHN at its best depth, each paired by seed. "Best"
 is chosen on the *validation* perplexity (mean over seeds), so that the test
-split judges a choice it did not make.
+split judges a choice it did not make, and only once both models have the
+same depths with three seeds each: a best chosen among a sweep still
+landing would move with it.
 """
 
 from collections.abc import Mapping, Sequence
@@ -141,10 +143,15 @@ def rows(groups, paper_rhn: Mapping[int, float],
     if rhn and ei:
       r_best, e_best = best_depth(rhn), best_depth(ei)
       claim = (f'EI-REHN at its best $R_{{max}}$ ({e_best}) below RHN at '
-               f'its best depth ({r_best}) at $D_h = {width}$, best by '
-               'validation perplexity')
+               f'its best depth ({r_best}) of depths {_span(rhn, ei)} at '
+               f'$D_h = {width}$, best by validation perplexity')
       a, b = _pair(ei[e_best], rhn[r_best])
       v = verdicts.paired(a, b, claim=claim, fmt=_fmt)
+      short = _incomplete(rhn, ei)
+      if short:
+        # A best chosen among depths that are not all in yet can move
+        # when they land: no verdict until every depth has its seeds.
+        v = v._replace(label='undecided', evidence=short)
       pe = min(paper_ei, key=paper_ei.get)
       pr = min(paper_rhn, key=paper_rhn.get)
       out.append(_row(f'Table 3: {claim}',
@@ -152,6 +159,30 @@ def rows(groups, paper_rhn: Mapping[int, float],
                       f'({paper_ei[pe]:.1f}), RHN at depth {pr} '
                       f'({paper_rhn[pr]:.1f}) (Table 3)', a, b, v))
   return out
+
+
+def _span(*models: Mapping[int, list]) -> str:
+  depths = sorted(set().union(*models))
+  return (f'{depths[0]}-{depths[-1]}' if depths == list(
+      range(depths[0], depths[-1] + 1)) else ', '.join(map(str, depths)))
+
+
+def _incomplete(rhn: Mapping[int, list], ei: Mapping[int, list]) -> str:
+  """Why a best-against-best comparison is not yet decidable ('' when
+  it is): both models need the same depths, each with
+  :data:`~vcrnn_jax.analysis.verdicts.MIN_SEEDS` seeds."""
+  lacking = [f'{_NAMES[cell]} depth {d} has {len(runs)} seed'
+             + ('s' if len(runs) != 1 else '')
+             for cell, depths in (('rhn', rhn), ('ei_rehn', ei))
+             for d, runs in sorted(depths.items())
+             if len(runs) < verdicts.MIN_SEEDS]
+  missing = [f'{_NAMES[cell]} has no record at depth {d}'
+             for cell, mine, other in (('rhn', rhn, ei), ('ei_rehn', ei, rhn))
+             for d in sorted(other.keys() - mine.keys())]
+  if not lacking and not missing:
+    return ''
+  return ('; '.join(lacking + missing) + f': the best depth waits for '
+          f'{verdicts.MIN_SEEDS} seeds at every depth of both models')
 
 
 def _row(claim: str, paper: str, a, b, v: verdicts.Verdict) -> tuple:
