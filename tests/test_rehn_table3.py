@@ -83,7 +83,16 @@ def test_the_table_and_the_summary_take_the_records():
   # The paper's configuration keeps its row without a verdict.
   assert 'at $D_h$ = 1200 | ' in summary
   assert [o.path for o in rehn.outputs(groups)] == [
-      'rehn/summary.md', 'rehn/table3_small.md']
+      'rehn/summary.md', 'rehn/table3_small.md', 'rehn/table3_small.svg']
+
+
+def test_the_figure_has_every_seed_and_draws(tmp_path):
+  groups = _groups(rhn_r2=[(200, 190), (201, 192)], ei_rehn_r3=[(190, 180)])
+  data = table3.figure_data(groups)
+  assert data == {'100': {'rhn': [(2, 0, 190), (2, 1, 192)],
+                          'ei_rehn': [(3, 0, 180)]}}
+  path = table3.draw_depths(data, tmp_path / 'depths.svg')
+  assert path.read_text().startswith('<?xml')
 
 
 def test_no_table3_record_no_rows():

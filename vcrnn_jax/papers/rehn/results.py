@@ -15,7 +15,8 @@ records, and a verdict of :mod:`vcrnn_jax.analysis.verdicts` with its
 criterion), tables (``rehn/table1.md``, ``rehn/table2.md``: mean ±
 standard deviation over seeds, every seed listed, each group's
 verification status) and figures (``rehn/table1_curves.svg``: validation
-MSE per epoch; ``rehn/table2_curves.svg``: held-out accuracy).
+MSE per epoch; ``rehn/table2_curves.svg``: held-out accuracy;
+``rehn/table3_small.svg``: PTB test perplexity by depth).
 
 The paper's numbers are constants here, not read from the records, so that
 the page has one source for them; ``tests/test_rehn_results.py`` checks
@@ -622,6 +623,9 @@ def outputs(groups: Mapping[str, Sequence[Mapping[str, Any]]],
     out += [records.Output('rehn/table2.md', table2(groups, statuses)),
             table2_figure(har)]
   if table3.by_depth(groups):
-    out.append(records.Output('rehn/table3_small.md',
-                              table3.table(groups, statuses)))
+    data = table3.figure_data(groups)
+    out += [records.Output('rehn/table3_small.md',
+                           table3.table(groups, statuses)),
+            records.Output('rehn/table3_small.svg', data=data,
+                           draw=lambda p, d=data: table3.draw_depths(d, p))]
   return out

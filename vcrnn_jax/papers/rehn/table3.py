@@ -9,7 +9,8 @@ folder per model and depth, one record per seed:
 * ``rehn/ptb<D>_<cell>_r<R>``: ``experiments.rehn_ptb --hidden_size=D``
   with ``--cell=rhn --depth=R`` or ``--cell=ei_rehn --max_depth=R``.
 
-:func:`table` lists test perplexity per depth; :func:`rows` gives the
+:func:`table` lists test perplexity per depth (:func:`draw_depths` draws
+it, every seed a dot); :func:`rows` gives the
 summary's claims: EI-REHN below RHN at each equal depth, and EI-REHN at its
 best :math:`R_{max}` below RHN at its best depth, each paired by seed. "Best"
 is chosen on the *validation* perplexity (mean over seeds), so that the test
@@ -20,9 +21,10 @@ landing would move with it.
 
 from collections.abc import Mapping, Sequence
 import re
+import statistics
 from typing import Any
 
-from vcrnn_jax.analysis import records, verdicts, verify
+from vcrnn_jax.analysis import plots, records, verdicts, verify
 
 __all__ = [
     'PREFIX',
@@ -31,6 +33,8 @@ __all__ = [
     'best_depth',
     'table',
     'rows',
+    'figure_data',
+    'draw_depths',
 ]
 
 PREFIX = 'rehn/ptb'
@@ -189,3 +193,41 @@ def _row(claim: str, paper: str, a, b, v: verdicts.Verdict) -> tuple:
   here = (f'{verdicts.mean_interval_text(a, _fmt)} against '
           f'{verdicts.mean_interval_text(b, _fmt)}' if a and b else None)
   return claim, paper, here, v
+
+
+def figure_data(groups) -> dict:
+  """What :func:`draw_depths` draws: per width and cell, ``(depth, seed,
+  test perplexity)`` per run."""
+  return {str(width): {cell: sorted(
+      (depth, r['seed'], _metric(r, 'test'))
+      for depth, runs in depths.items() for r in runs)
+      for cell, depths in cells.items()}
+      for width, cells in by_depth(groups).items()}
+
+
+def draw_depths(data: Mapping[str, Any], path):
+  """Test perplexity against depth (RHN) or :math:`R_{max}` (EI-REHN), one
+  panel per width: every seed a dot, each model's means joined."""
+  fig = plots.new_figure((6.0 * len(data), 4.0))
+  axes = fig.subplots(1, len(data), squeeze=False)[0]
+  colours = {'rhn': 'C0', 'ei_rehn': 'C1'}
+  for ax, (width, cells) in zip(axes, data.items()):
+    for i, (cell, runs) in enumerate(sorted(cells.items(), reverse=True)):
+      # A small sideways shift keeps the two models' dots apart.
+      shift = 0.06 * (2 * i - 1)
+      runs = [(d, y) for d, _, y in runs if y is not None]
+      ax.scatter([d + shift for d, _ in runs], [y for _, y in runs], s=14,
+                 color=colours[cell], alpha=0.5)
+      depths = sorted({d for d, _ in runs})
+      means = [statistics.fmean(y for d2, y in runs if d2 == d)
+               for d in depths]
+      ax.plot([d + shift for d in depths], means, '-o', markersize=3,
+              color=colours[cell], label=_NAMES[cell])
+    ax.set_xticks(sorted({d for runs in cells.values() for d, _, _ in runs}))
+    ax.set_xlabel('depth (RHN) or $R_{max}$ (EI-REHN)')
+    ax.set_ylabel('test perplexity')
+    ax.set_title(f'PTB words, $D_h = {width}$: test perplexity by depth\n'
+                 '(dots: seeds; lines: means)', fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+  return records.save_svg(fig, path)
