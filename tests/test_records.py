@@ -203,6 +203,8 @@ def test_mean_std_and_seeds_text():
   assert records.seeds_text([{'seed': s} for s in (2, 0, 1)]) == 'seeds 0-2'
   assert records.seeds_text([{'seed': s} for s in (0, 2)]) == 'seeds 0, 2'
   assert records.seeds_text([{'seed': 5}]) == 'seed 5'
+  assert records.span_text([5, 3, 4, 4]) == '3-5'
+  assert records.span_text([2]) == '2'
 
 
 # ----------------------------------------------------------------------------

@@ -50,6 +50,13 @@ def test_paired_needs_every_seed_and_an_interval_excluding_zero():
   assert v.label == 'holds' and 'better on 3 of 3' in v.evidence
 
 
+def test_withheld_keeps_the_criterion_and_says_why():
+  v = verdicts.paired([1.0, 1.1, 0.9], [1.5, 1.6, 1.45], claim='a beats b')
+  w = verdicts.withheld(v, 'trained for different lengths')
+  assert (w.label, w.criterion, w.evidence) == (
+      'undecided', v.criterion, 'trained for different lengths')
+
+
 def test_sign_every_seed():
   assert verdicts.sign_every_seed([0.2, 0.21, 0.22], claim='s').label == (
       'holds')

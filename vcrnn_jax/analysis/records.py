@@ -112,6 +112,7 @@ __all__ = [
     'aggregate',
     'markdown_table',
     'table',
+    'span_text',
     'seeds_text',
     'provenance',
     'content_hash',
@@ -572,15 +573,20 @@ def table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
   return '\n'.join(lines) + '\n'
 
 
+def span_text(values: Iterable[int]) -> str:
+  """``'0-4'``, ``'0, 2'`` or ``'3'``: distinct integers, a run of
+  consecutive ones as its ends."""
+  xs = sorted(set(values))
+  if len(xs) > 1 and xs == list(range(xs[0], xs[-1] + 1)):
+    return f'{xs[0]}-{xs[-1]}'
+  return ', '.join(map(str, xs))
+
+
 def seeds_text(records: Sequence[Mapping[str, Any]]) -> str:
   """``'seeds 0-4'``, ``'seeds 0, 2'`` or ``'seed 3'``: the distinct seeds
   of ``records``."""
-  seeds = sorted({r['seed'] for r in records if r.get('seed') is not None})
-  if len(seeds) == 1:
-    return f'seed {seeds[0]}'
-  if seeds and seeds == list(range(seeds[0], seeds[-1] + 1)):
-    return f'seeds {seeds[0]}-{seeds[-1]}'
-  return 'seeds ' + ', '.join(map(str, seeds))
+  seeds = {r['seed'] for r in records if r.get('seed') is not None}
+  return ('seed ' if len(seeds) == 1 else 'seeds ') + span_text(seeds)
 
 
 def provenance(records: Sequence[Mapping[str, Any]]) -> str:

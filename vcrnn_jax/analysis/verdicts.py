@@ -36,6 +36,7 @@ __all__ = [
     'sign_every_seed',
     'order',
     'not_recorded',
+    'withheld',
 ]
 
 MIN_SEEDS = 3
@@ -248,3 +249,10 @@ def order(groups: Sequence[tuple[str, Sequence[float]]], *, what: str,
 def not_recorded(reason: str) -> Verdict:
   """A claim with no record behind it: no verdict."""
   return Verdict('not recorded', 'a verdict needs recorded runs', reason)
+
+
+def withheld(verdict: Verdict, why: str) -> Verdict:
+  """``verdict`` made ``undecided`` for a reason its criterion cannot see
+  (runs of unequal training, a sweep not yet complete): the criterion
+  stays, ``why`` replaces the evidence."""
+  return verdict._replace(label='undecided', evidence=why)

@@ -493,8 +493,8 @@ def _table2_pair(models: Mapping[str, list], ours: str, theirs: str) -> Row:
   if len(set(lengths.values())) > 1:
     # Accuracy still rises late in training: runs of other lengths are
     # not the paper's comparison, whatever their seeds say.
-    verdict = verdict._replace(
-        label='undecided', evidence='trained for different lengths ('
+    verdict = verdicts.withheld(
+        verdict, 'trained for different lengths ('
         + ', '.join(f'{name(m)} {e} epochs' for m, e in lengths.items())
         + '): a comparison needs equal training')
   return Row(

@@ -147,7 +147,8 @@ def rows(groups, paper_rhn: Mapping[int, float],
     if rhn and ei:
       r_best, e_best = best_depth(rhn), best_depth(ei)
       claim = (f'EI-REHN at its best $R_{{max}}$ ({e_best}) below RHN at '
-               f'its best depth ({r_best}) of depths {_span(rhn, ei)} at '
+               f'its best depth ({r_best}) of depths '
+               f'{records.span_text([*rhn, *ei])} at '
                f'$D_h = {width}$, best by validation perplexity')
       a, b = _pair(ei[e_best], rhn[r_best])
       v = verdicts.paired(a, b, claim=claim, fmt=_fmt)
@@ -155,7 +156,7 @@ def rows(groups, paper_rhn: Mapping[int, float],
       if short:
         # A best chosen among depths that are not all in yet can move
         # when they land: no verdict until every depth has its seeds.
-        v = v._replace(label='undecided', evidence=short)
+        v = verdicts.withheld(v, short)
       pe = min(paper_ei, key=paper_ei.get)
       pr = min(paper_rhn, key=paper_rhn.get)
       out.append(_row(f'Table 3: {claim}',
@@ -163,12 +164,6 @@ def rows(groups, paper_rhn: Mapping[int, float],
                       f'({paper_ei[pe]:.1f}), RHN at depth {pr} '
                       f'({paper_rhn[pr]:.1f}) (Table 3)', a, b, v))
   return out
-
-
-def _span(*models: Mapping[int, list]) -> str:
-  depths = sorted(set().union(*models))
-  return (f'{depths[0]}-{depths[-1]}' if depths == list(
-      range(depths[0], depths[-1] + 1)) else ', '.join(map(str, depths)))
 
 
 def _incomplete(rhn: Mapping[int, list], ei: Mapping[int, list]) -> str:
