@@ -94,6 +94,7 @@ def test_a_step_is_clipped_to_the_bound_not_to_zero(exploding, clip_apart):
                       clip_apart=clip_apart)
   np.testing.assert_allclose(float(metrics['grad_norm']), _f64_norm(grads),
                              rtol=1e-5)
+  assert float(metrics['grad_norm_rescaled']) == 1.0
   moved = jax.tree_util.tree_map(lambda a, b: a - b, state.params,
                                  new.params)   # SGD: the clipped gradient
   assert all(bool(jnp.all(jnp.isfinite(m)))

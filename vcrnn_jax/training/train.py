@@ -580,7 +580,10 @@ def train_step(experiment: Experiment, tx: optax.GradientTransformation,
 
   Returns:
     The next state (step + 1) and the loss function's metrics with
-    ``grad_norm`` (before clipping) and ``loss_total`` (the loss itself).
+    ``grad_norm`` (before clipping, :func:`global_norm`),
+    ``grad_norm_rescaled`` (1.0 where the plain sum of squares overflowed
+    and the norm is the rescaled one, else 0.0) and ``loss_total`` (the loss
+    itself).
   """
   info = StepInfo(key, state.step, state.carry)
   (loss, aux), grads = jax.value_and_grad(
@@ -591,7 +594,14 @@ def train_step(experiment: Experiment, tx: optax.GradientTransformation,
   with jax.numpy_dtype_promotion('standard'):
     updates, opt_state = tx.update(grads, state.opt_state, state.params)
   params = optax.apply_updates(state.params, updates)
-  metrics = dict(metrics, grad_norm=global_norm(grads))
+  leaves = jax.tree_util.tree_leaves(grads)
+  plain = _sum_of_squares_norm(leaves)
+  norm = _finite_or_rescaled(plain, leaves)
+  # Steps whose plain norm overflowed and were clipped by the rescaled one
+  # (counted at each evaluation, logged only where there were some).
+  rescaled = (~jnp.isfinite(plain)) & jnp.isfinite(norm)
+  metrics = dict(metrics, grad_norm=norm,
+                 grad_norm_rescaled=rescaled.astype(jnp.float32))
   for name in clip_apart:   # the share of each group clipped apart
     metrics[f'grad_norm_{name}'] = global_norm(_leaves_under(grads, name))
   metrics['loss_total'] = loss
@@ -739,7 +749,13 @@ class _Logbook:
 
   def evaluated(self, step: int, rate: float, held_out: dict) -> None:
     results = {f'train_{k}': float(np.mean([m[k] for m in self.window]))
-               for k in (self.window[0] if self.window else {})}
+               for k in (self.window[0] if self.window else {})
+               if k != 'grad_norm_rescaled'}
+    # Updates whose sum of squares overflowed, clipped by the rescaled norm
+    # (global_norm): present only when some were.
+    rescaled = sum(m.get('grad_norm_rescaled', 0.0) > 0 for m in self.window)
+    if rescaled:
+      results['train_rescaled_grad_norm_steps'] = float(rescaled)
     # A finite loss with an overflowing gradient passes the NaN guard, and
     # clipping by global norm turns its update into zero: a run can stop
     # learning silently. The count appears only when some update had one.
