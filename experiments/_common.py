@@ -31,10 +31,10 @@ from absl import app, flags
 import jax
 import numpy as np
 
-from vcrnn_jax.analysis import manifest, sweep
+from vcrnn_jax.analysis import manifest
 from vcrnn_jax.data.download import DownloadError
 from vcrnn_jax.files import atomic_write
-from vcrnn_jax.training import distributed
+from vcrnn_jax.training import distributed, sweep
 from vcrnn_jax.training.train import (
   OPTIMIZERS,
   Experiment,

@@ -28,8 +28,8 @@ EXCLUDED = {
     'vcrnn_jax.analysis.plots.ticker',
     # The run-info bookkeeping of add_wall_seconds and latest_step's fallback,
     # used by papers.act.sweep.
-    'vcrnn_jax.analysis.sweep.read_wall_seconds',
-    'vcrnn_jax.analysis.sweep.final_metrics_from_log',
+    'vcrnn_jax.training.sweep.read_wall_seconds',
+    'vcrnn_jax.training.sweep.final_metrics_from_log',
     # The tolerance test behind status().
     'vcrnn_jax.analysis.verify.close',
     # Input checks of the dataset loaders (data.text, data.thesession,

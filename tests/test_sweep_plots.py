@@ -12,10 +12,11 @@ import numpy as np
 import pytest
 
 from vcrnn_jax import act as act_lib
-from vcrnn_jax.analysis import plots, sweep
+from vcrnn_jax.analysis import plots
 from vcrnn_jax.papers.act import plots as act_plots
 from vcrnn_jax.papers.act import sweep as act_sweep
 from vcrnn_jax.papers.rehn import plots as rehn_plots
+from vcrnn_jax.training import sweep
 from vcrnn_jax.training.train import TrainingDiverged
 
 PNG_MAGIC = b'\x89PNG\r\n\x1a\n'

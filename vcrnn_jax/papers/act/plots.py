@@ -1,6 +1,6 @@
 """The ACT paper's figures, drawn from the rows of a sweep's CSV files.
 
-Each function takes rows (dicts, as :func:`vcrnn_jax.analysis.sweep.read_rows`
+Each function takes rows (dicts, as :func:`vcrnn_jax.training.sweep.read_rows`
 returns them or as ``csv.DictReader`` reads them: ``act`` may be a bool or
 ``'true'``/``'false'``, ``tau`` a float, ``''`` or None for the no-ACT
 baseline) and writes one PNG:
