@@ -1,5 +1,5 @@
 """A benchmark record from a benchmark's runs (see
-:mod:`vcrnn_jax.analysis.bench_records` for its layout).
+:mod:`experiments.reports.bench_records` for its layout).
 
 Example::
 
@@ -18,7 +18,7 @@ import os
 import pathlib
 
 from benchmarks import _cli
-from vcrnn_jax.analysis import bench_records, records
+from experiments.reports import bench_records, records
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 
@@ -45,7 +45,7 @@ def device() -> str:
 
 def versions() -> dict:
   """Python's version and those of jax, jaxlib, flax, optax and the other
-  packages :func:`vcrnn_jax.analysis.records.versions` lists."""
+  packages :func:`experiments.reports.records.versions` lists."""
   return records.versions()
 
 

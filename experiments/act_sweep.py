@@ -55,8 +55,8 @@ import pathlib
 from absl import flags
 
 from experiments import _act, _common
+from experiments.reports.act import plots
 from vcrnn_jax import tasks
-from vcrnn_jax.papers.act import plots
 from vcrnn_jax.papers.act import sweep as act_sweep
 from vcrnn_jax.papers.act import tasks as act_tasks
 from vcrnn_jax.training import sweep

@@ -55,7 +55,7 @@ def matplotlib_api():
     from matplotlib.figure import Figure
   except ImportError as e:
     raise ImportError(
-        'vcrnn_jax.analysis.plots needs matplotlib, an install requirement '
+        'experiments.reports.plots needs matplotlib, an install requirement '
         'of vcrnn_jax: pip install matplotlib.') from e
   return Figure, FigureCanvasAgg, colors, cm
 

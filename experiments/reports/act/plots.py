@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from vcrnn_jax.analysis import plots
-from vcrnn_jax.analysis.plots import byte_labels, plot_over_text, symbol_labels
+from experiments.reports import plots
+from experiments.reports.plots import byte_labels, plot_over_text, symbol_labels
 
 __all__ = [
     'ERROR_BY_TAU_PNG',

@@ -16,7 +16,7 @@ key           what
 ``argv``      the arguments after the program, as given
 ``commit``    HEAD of the source tree the binary ran from (None outside git)
 ``dirty``     whether tracked files differed from ``commit``
-``versions``  Python and :data:`~vcrnn_jax.analysis.records.PACKAGES`
+``versions``  Python and :data:`~experiments.reports.records.PACKAGES`
 ``device``    JAX's backend, device kind and count
 ``cpu``       CPU model, cores, memory and the instruction sets that change
               the code XLA emits (:data:`ISA_FLAGS` found in ``/proc/cpuinfo``)
@@ -131,9 +131,9 @@ def device_info() -> dict:
 
 def source_tree(tree: PathLike) -> tuple[str | None, bool | None]:
   """``(commit, dirty)`` of the git work tree holding ``tree``
-  (:func:`vcrnn_jax.analysis.records.tree_commit`); ``(None, None)``
+  (:func:`experiments.reports.records.tree_commit`); ``(None, None)``
   outside git (an installed package)."""
-  from vcrnn_jax.analysis import records  # pylint: disable=g-import-not-at-top
+  from experiments.reports import records  # pylint: disable=g-import-not-at-top
   try:
     return records.tree_commit(tree)
   except ValueError:
@@ -157,9 +157,9 @@ def capture(argv: Sequence[str], *, module: str, tree: PathLike,
       state covers every tracked file under it).
     data_paths: the data files or folders the run reads.
     versions: Python's and the packages' versions (default: this
-      interpreter's, :func:`vcrnn_jax.analysis.records.versions`).
+      interpreter's, :func:`experiments.reports.records.versions`).
   """
-  from vcrnn_jax.analysis import records  # pylint: disable=g-import-not-at-top
+  from experiments.reports import records  # pylint: disable=g-import-not-at-top
   commit, dirty = source_tree(tree)
   env = {k: os.environ[k] for k in ENV_KEYS if k in os.environ}
   return {'format': FORMAT, 'started': round(time.time(), 1),

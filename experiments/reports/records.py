@@ -32,7 +32,7 @@ key              what
                  rows, unless ``results`` holds it under the same name
 ``note``         free text: what the numbers do not say (a shared machine)
 ``starts``       the run's manifest, one entry per start
-                 (:mod:`vcrnn_jax.analysis.manifest`): command, commit, dirty
+                 (:mod:`experiments.reports.manifest`): command, commit, dirty
                  state, versions, device, CPU and instruction sets, data
                  digests, as read when each segment started; ``[]`` for a run
                  that wrote none
@@ -52,7 +52,7 @@ says so, and ``experiments.record`` refuses it unless forced).
 finds the workdirs under a folder, :func:`read_records` loads a folder of
 records and :func:`mean_std`, :func:`aggregate` and :func:`markdown_table`
 turn them into tables. What a paper's pages show from its records is in
-that paper's ``results`` module (:mod:`vcrnn_jax.papers.results` lists
+that paper's ``results`` module (:mod:`experiments.reports.results` lists
 them).
 
 Example::
@@ -241,7 +241,7 @@ def versions() -> dict:
 
 def machine(name: str) -> dict:
   """``name`` with this machine's CPU model, cores and memory (GiB)."""
-  from vcrnn_jax.analysis import manifest  # pylint: disable=g-import-not-at-top
+  from experiments.reports import manifest  # pylint: disable=g-import-not-at-top
   cpu = manifest.cpu_info()
   return {'name': name, 'cpu': cpu['model'], 'cores': cpu['cores'],
           'memory_gib': cpu['memory_gib']}
@@ -359,7 +359,7 @@ def make_record(workdir, *, command: str | None = None,
     ValueError: ``workdir`` holds no ``metrics.jsonl``, or has no manifest
       and no ``command`` or ``commit`` was given.
   """
-  from vcrnn_jax.analysis import manifest  # pylint: disable=g-import-not-at-top
+  from experiments.reports import manifest  # pylint: disable=g-import-not-at-top
   workdir = pathlib.Path(workdir)
   rows = read_metrics(workdir)
   flags_path = workdir / FLAGS_FILE
@@ -747,7 +747,7 @@ def save_svg(fig, path) -> pathlib.Path:
   """Writes ``fig`` as SVG under :func:`stable_svg`."""
   path = pathlib.Path(path)
   path.parent.mkdir(parents=True, exist_ok=True)
-  from vcrnn_jax.analysis import plots  # pylint: disable=g-import-not-at-top
+  from experiments.reports import plots  # pylint: disable=g-import-not-at-top
   plots.legible(fig)
   with stable_svg():
     fig.savefig(path, format='svg', metadata={'Date': None})
@@ -775,7 +775,7 @@ def draw_curves(series: Mapping[str, Mapping[str, Sequence]], path, *,
     scale: multiplies every value (100 for percentages).
     steps_per_unit: divides every step (1000 for thousands of steps).
   """
-  from vcrnn_jax.analysis import plots  # pylint: disable=g-import-not-at-top
+  from experiments.reports import plots  # pylint: disable=g-import-not-at-top
   fig = plots.new_figure((7.0, 4.0))
   ax = fig.subplots()
   for i, (label, runs) in enumerate(series.items()):
