@@ -69,7 +69,7 @@ def main(processes):
           for w in records.find_runs(root)]
   commit, dirty = FLAGS.commit, FLAGS.dirty
   if not commit and not all(manifest.read(w) for _, w in runs):
-    commit, dirty = records.tree_commit(FLAGS.tree)
+    commit, dirty = manifest.tree_commit(FLAGS.tree)
   machine = records.machine(FLAGS.machine)
   out = pathlib.Path(FLAGS.out)
   built = []

@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from experiments.reports import records, results
+from experiments.reports import manifest, records, results
 from tests import _binaries
 
 REPO = _binaries.REPO
@@ -461,13 +461,13 @@ def test_tree_commit_dirty_ignores_excluded_folders(tmp_path):
   (tmp_path / 'code.py').write_text('x = 1\n')
   git('add', '.')
   git('-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '-qm', 'c')
-  assert records.tree_commit(tmp_path)[1] is False
+  assert manifest.tree_commit(tmp_path)[1] is False
   (tmp_path / 'records' / 'a.json').write_text('{"new": 1}')
-  assert records.tree_commit(tmp_path)[1] is True
-  assert records.tree_commit(tmp_path, exclude=[tmp_path / 'records'])[
+  assert manifest.tree_commit(tmp_path)[1] is True
+  assert manifest.tree_commit(tmp_path, exclude=[tmp_path / 'records'])[
       1] is False
   (tmp_path / 'code.py').write_text('x = 2\n')
-  assert records.tree_commit(tmp_path, exclude=[tmp_path / 'records'])[
+  assert manifest.tree_commit(tmp_path, exclude=[tmp_path / 'records'])[
       1] is True
 
 
