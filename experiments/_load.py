@@ -40,7 +40,7 @@ from typing import Any
 
 from absl import flags
 
-from vcrnn_jax.analysis import manifest
+from experiments.reports import manifest
 from vcrnn_jax.training.train import (
   Experiment,
   TrainConfig,

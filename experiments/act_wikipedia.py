@@ -120,7 +120,7 @@ def main(processes):
                          workdir, processes=processes,
                          data_files=ds.meta['files'])
   if FLAGS.plot_ponder_bytes and processes.is_chief():
-    from vcrnn_jax.papers.act import plots  # pylint: disable=g-import-not-at-top
+    from experiments.reports.act import plots  # pylint: disable=g-import-not-at-top
     text = ds.valid[:FLAGS.plot_ponder_bytes + 1]
     ponder = act_lm.ponder_over_text(task, result.params, text)
     path = workdir / 'ponder_over_text.png'

@@ -191,7 +191,7 @@ def main(processes):
 
 
 def _plot_depth_along_text(task, result, ds, workdir):
-  from vcrnn_jax.papers.rehn import plots  # pylint: disable=g-import-not-at-top
+  from experiments.reports.rehn import plots  # pylint: disable=g-import-not-at-top
   tokens = ds.test[:FLAGS.plot_words + 1]
 
   def draw():
@@ -205,7 +205,7 @@ def _plot_depth_along_text(task, result, ds, workdir):
 
 
 def _plot_depth_by_word(task, result, ds, workdir):
-  from vcrnn_jax.papers.rehn import plots  # pylint: disable=g-import-not-at-top
+  from experiments.reports.rehn import plots  # pylint: disable=g-import-not-at-top
 
   def draw():
     long = ds.test[:20_000]

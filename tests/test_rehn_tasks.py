@@ -37,7 +37,7 @@ def test_at_best_validation_skips_diverged_evaluations(tmp_path):
 
 
 def test_results_table_shows_median_range_and_early_stopped_mean(tmp_path):
-  from vcrnn_jax.analysis import sweep
+  from vcrnn_jax.training import sweep
   fields = ('model', 'cell', 'hidden_size', 'seed', 'params', 'test_mse_e3',
             'mean_depth', 'best_test_mse_e3')
   rows = [dict(model='rhn20_d5', cell='rhn', hidden_size=20, seed=s,

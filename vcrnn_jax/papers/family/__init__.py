@@ -5,11 +5,6 @@
   extrapolation settings (Banino et al. 2021, Sec. 3.1).
 * :mod:`~vcrnn_jax.papers.family.adding`: LSTM, GRU, Skip-LSTM, Skip-GRU and
   VCGRU on Skip-RNN's adding task (Campos et al. 2018, Sec. 4.1).
-* :mod:`~vcrnn_jax.papers.family.summary`: the runs of both, collected into
-  tables (mean and spread over seeds); :mod:`~vcrnn_jax.papers.family.plots`
-  draws them; :mod:`~vcrnn_jax.papers.family.conclusions` judges each claim
-  from the records; :mod:`~vcrnn_jax.papers.family.results` gives the
-  results page's generated files.
 """
 
 # Nothing at the package level: the modules listed above are the API.

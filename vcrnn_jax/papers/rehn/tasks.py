@@ -23,10 +23,9 @@ import jax
 import numpy as np
 
 from vcrnn_jax import cells, loops, registry, rehn
-from vcrnn_jax.analysis import sweep
 from vcrnn_jax.core import Cell, check_positive_int
 from vcrnn_jax.models import symmetric_uniform
-from vcrnn_jax.training import metric_writer
+from vcrnn_jax.training import metric_writer, sweep
 from vcrnn_jax.training.train import (
   Experiment,
   TrainConfig,

@@ -1,4 +1,4 @@
-"""Adaptive Transformer depth (:mod:`vcrnn_jax.depth`) on ACT's logic task.
+"""The adaptive-depth results page: :mod:`vcrnn_jax.depth` on ACT's logic task.
 
 No paper trains this experiment; it tests two papers' claims on one task:
 the Universal Transformer's (Dehghani et al. 2019: a shared block with
@@ -6,7 +6,7 @@ dynamic per-position halting, its ponder time longer on inputs that need
 more reasoning steps) and ACT's (Graves 2016, Fig. 6: ponder grows with
 difficulty).
 
-* :mod:`~vcrnn_jax.papers.depth.results`: the results page's fragments and
+* :mod:`~experiments.reports.depth.results`: the results page's fragments and
   figures from the run records of ``experiments.depth_logic``.
 """
 
