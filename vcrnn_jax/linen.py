@@ -58,6 +58,7 @@ from collections.abc import Callable, Sequence
 import functools
 import inspect
 import math
+import types
 from typing import Any
 
 import flax
@@ -71,6 +72,7 @@ from vcrnn_jax import (
   depth,
   loops,
   ponder,
+  registry,
   rehn,
   repeat,
   skip,
@@ -85,8 +87,8 @@ __all__ = ['ACT', 'CellModule', 'EIREHN', 'Elman', 'GRU', 'LSTM',
            'call_with_context', 'elman_params_from_flax',
            'elman_params_to_flax', 'factory_options', 'flatten_batch',
            'lstm_params_from_flax', 'lstm_params_to_flax',
-           'lstm_state_from_flax', 'lstm_state_to_flax', 'restore_batch',
-           'simple_cell']
+           'lstm_state_from_flax', 'lstm_state_to_flax', 'module_for',
+           'restore_batch', 'simple_cell']
 
 Initializer = utils.Initializer
 # The factories' defaults, read from their signatures (declared once).
@@ -786,6 +788,115 @@ class Skip(_Wrapper):
     return state._replace(cell=self.cell.initialize_carry(rng, input_shape))
 
 
+class _Made(_Wrapper):
+  """The base of the modules :func:`module_for` makes from a registry row.
+
+  The carry is the wrapped module's (its ``carry_init`` and width rule
+  included) when the pure wrapper keeps its cell's state, as ACT, PonderNet
+  and Repeat-RNN do (the wrapper's ``initial_state`` is the cell's); else
+  the pure wrapper's initial state.
+  """
+
+  @nn.nowrap
+  def _keeps_cell_carry(self) -> bool:
+    inner = self.cell.make_cell()
+    return self._wrap(inner).initial_state is inner.initial_state
+
+  @nn.nowrap
+  def cell_for_carry(self, carry: Any) -> Cell:
+    if self._keeps_cell_carry():
+      return self._wrap(self.cell.cell_for_carry(carry))
+    return self.make_cell()
+
+  @nn.nowrap
+  def initialize_carry(self, rng, input_shape):
+    if self._keeps_cell_carry():
+      return self.cell.initialize_carry(rng, input_shape)
+    return super().initialize_carry(rng, input_shape)
+
+
+def module_for(entry: 'registry.Entry | str') -> type[CellModule]:
+  """The Linen module of a row of :data:`vcrnn_jax.registry.METHODS`.
+
+  The module the row names when this file has it (written here, or made at
+  import for a row of the table); otherwise, for a wrapper (the factory
+  takes ``cell`` first), a module made from the factory: a
+  :class:`CellModule` whose fields are ``cell`` (the module it wraps, as
+  for :class:`ACT`) and the factory's other arguments, in its order, with
+  its defaults (:class:`vcrnn_jax.registry.Entry`'s rule), and whose
+  params are the pure wrapper's. So a new wrapper needs no Linen code: its
+  row is its module. The module feeds the wrapped module's cell to the
+  factory and calls the pure wrapper; the carry is the wrapped module's
+  when the pure wrapper keeps its cell's state.
+
+  Args:
+    entry: a row (in the table or not) or the name of one in the table.
+
+  Returns:
+    The module class, named ``entry.module``.
+
+  Raises:
+    ValueError: a row with no module here that is not a wrapper.
+
+  Example:
+
+    >>> import jax, jax.numpy as jnp
+    >>> from vcrnn_jax import linen, registry
+    >>> module = linen.module_for('act')              # written here: linen.ACT
+    >>> module is linen.ACT
+    True
+    >>> row = registry.Entry(registry.METHODS['repeat'].factory, 'wrapper',
+    ...                      'Repeat-RNN again', 'MyRepeat', flagged=True)
+    >>> MyRepeat = linen.module_for(row)              # made from the factory
+    >>> cell = MyRepeat(linen.GRU(8), repetitions=2)
+    >>> carry = cell.initialize_carry(jax.random.key(0), (2, 3))
+    >>> variables = cell.init(jax.random.key(1), carry, jnp.ones((2, 3)))
+    >>> cell.apply(variables, carry, jnp.ones((2, 3)))[1].shape
+    (2, 8)
+  """
+  if isinstance(entry, str):
+    entry = _table_row(entry)
+  row = next((e for e in registry.METHODS.values()
+              if e.module == entry.module), None)
+  if row is not None and row.factory is entry.factory:
+    return globals()[entry.module]
+  return _make_module(entry)
+
+
+def _table_row(name: str) -> 'registry.Entry':
+  if name not in registry.METHODS:
+    raise ValueError(f'module_for: entry must be a registry.Entry or one of '
+                     f'{sorted(registry.METHODS)}, got {name!r}.')
+  return registry.METHODS[name]
+
+
+def _make_module(entry: 'registry.Entry') -> type[CellModule]:
+  """A :class:`_Made` module for the wrapper row ``entry`` (see
+  :func:`module_for`)."""
+  factory = entry.factory
+  rest, positional = registry.wrapper_arguments(entry, 'linen.module_for')
+  name = f'{factory.__module__}.{factory.__qualname__}'
+  annotations, namespace = {}, {}
+  for p in rest:
+    annotations[p.name] = (Any if p.annotation is inspect.Parameter.empty
+                           else p.annotation)
+    if p.default is not inspect.Parameter.empty:
+      namespace[p.name] = p.default
+
+  def _wrap(self, cell: Cell) -> Cell:
+    return factory(cell, *(getattr(self, n) for n in positional),
+                   **factory_options(self, factory))
+
+  namespace.update(
+      __annotations__=annotations, __module__=__name__,
+      __qualname__=entry.module, _wrap=nn.nowrap(_wrap),
+      __doc__=(f':func:`{name}` around another module\'s cell (made from its '
+               'registry row by :func:`module_for`): the fields are '
+               '``cell`` and the factory\'s arguments, with its defaults.'))
+  return types.new_class(entry.module, (_Made,), {},
+                         lambda ns: ns.update(namespace))
+
+
 class RNN(nn.Module):
   """Runs a :class:`CellModule` over time, honouring ``seq_lengths``.
 
@@ -1286,3 +1397,12 @@ def lstm_state_from_flax(carry: tuple[jax.Array, jax.Array]) -> cells.LSTMState:
   """flax's ``(c, h)`` carry -> :class:`vcrnn_jax.cells.LSTMState`."""
   c, h = carry
   return cells.LSTMState(c=c, h=h)
+
+
+# The table's wrappers that have no module written above: made from their
+# rows, so that ``linen.<module>`` is every row's module.
+for _row in registry.METHODS.values():
+  if _row.module not in globals():
+    globals()[_row.module] = _make_module(_row)
+    __all__.append(_row.module)
+del _row
