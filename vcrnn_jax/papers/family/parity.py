@@ -270,9 +270,9 @@ def step_caps(method: str, model: Mapping[str, Any]) -> tuple[int, int]:
     (``eval_max_steps`` at evaluation when it samples), the fixed steps
     (Repeat-RNN's ``rho``, the RNN's 1) otherwise.
   """
-  config = ModelConfig(**{k: v for k, v in dict(model).items()
-                          if k in ModelConfig._fields and v is not None},
-                       method=_check_method(method))
+  fields = {k: v for k, v in dict(model).items()
+            if k in ModelConfig._fields and v is not None}
+  config = ModelConfig(**{**fields, 'method': _check_method(method)})
   return _cap(config, 'train'), _cap(config)
 
 
