@@ -84,7 +84,7 @@ from vcrnn_jax.core import Cell, Context, as_context, select_rows
 __all__ = ['ACT', 'CellModule', 'EIREHN', 'Elman', 'GRU', 'LSTM',
            'PerExampleDepth', 'PerTokenDepth', 'PonderNet', 'RHN', 'RNN',
            'Repeat', 'SREHN', 'SRHN', 'Skip', 'Stack', 'VCGRU', 'VCRNN',
-           'call_with_context', 'elman_params_from_flax',
+           'call_with_context', 'check_block_call', 'elman_params_from_flax',
            'elman_params_to_flax', 'factory_options', 'flatten_batch',
            'lstm_params_from_flax', 'lstm_params_to_flax',
            'lstm_state_from_flax', 'lstm_state_to_flax', 'module_for',
@@ -1051,6 +1051,40 @@ def call_with_context(fn: Callable[..., Any], h: Any,
   return fn(h)
 
 
+def check_block_call(owner: str, fn: Callable[..., Any], name: str) -> None:
+  """A one-line ``ValueError`` unless :func:`call_with_context` can call ``fn``.
+
+  ``fn`` is called with ``h`` alone, or with ``context=`` too when it has a
+  parameter of that name: any other parameter without a default (a block
+  written as ``__call__(self, h, mask)``) would be a bare ``TypeError``
+  inside the loop. The message names the fix: call the second parameter
+  ``context`` and read ``context.mask``.
+
+  Args:
+    owner: the module or function the error names (``'PerTokenDepth'``).
+    fn: the block's bound ``__call__`` or readout.
+    name: what ``fn`` is, for the message (``'Block.__call__'``).
+
+  Raises:
+    ValueError: ``fn`` needs an argument the depth loop does not give.
+  """
+  params = list(inspect.signature(fn).parameters.values())
+  needed = [p.name for p in params[1:]
+            if p.default is inspect.Parameter.empty and p.name != 'context'
+            and p.kind not in (inspect.Parameter.VAR_POSITIONAL,
+                               inspect.Parameter.VAR_KEYWORD)]
+  if not params:
+    raise ValueError(f'{owner}: {name}() must take h, the state '
+                     '[batch, time, features].')
+  if needed:
+    taken = ', '.join(p.name for p in params)
+    raise ValueError(
+        f'{owner}: {name}({taken}) cannot be called as the depth loop calls '
+        f'it, with h alone, or with context= when it has a parameter of '
+        f'that name (a depth.BlockContext: mask, step, key, extra); name '
+        f'its parameter {needed[0]!r} context and read context.mask.')
+
+
 def _bound(module: Any, method: str | Callable[..., Any]) -> Callable:
   """``module``'s method ``method`` (a name), or ``method`` bound to
   ``module`` (a function ``(module, h, ...)``, as Linen's ``method=``)."""
@@ -1059,7 +1093,7 @@ def _bound(module: Any, method: str | Callable[..., Any]) -> Callable:
   return functools.partial(method, module)
 
 
-def _first_context(owner: str, h: jax.Array, mask: Any, extra: Any,
+def _first_context(caller: str, h: jax.Array, mask: Any, extra: Any,
                   key: jax.Array | None) -> depth.BlockContext:
   """The :class:`~vcrnn_jax.depth.BlockContext` of depth step 0.
 
@@ -1068,7 +1102,7 @@ def _first_context(owner: str, h: jax.Array, mask: Any, extra: Any,
   the block exists, so the shapes are checked here, in one line each).
 
   Args:
-    owner: the module the errors name.
+    caller: the function the errors name.
     h: ``[batch, time, features]``.
     mask: ``[batch, time]`` bool, or None (no padding).
     extra: the ``extra`` of the call.
@@ -1079,13 +1113,13 @@ def _first_context(owner: str, h: jax.Array, mask: Any, extra: Any,
     The context.
   """
   if h.ndim != 3:
-    raise ValueError(f'{owner}: h must be [batch, time, features], got '
+    raise ValueError(f'{caller}: h must be [batch, time, features], got '
                      f'shape {tuple(h.shape)}.')
   if mask is None:
     mask = jnp.ones(h.shape[:2], bool)
   elif tuple(jnp.shape(mask)) != h.shape[:2]:
-    raise ValueError(f'{owner}: mask must be [batch, time] = {h.shape[:2]}, '
-                     f'got shape {tuple(jnp.shape(mask))}.')
+    raise ValueError(f'{caller}: mask must be [batch, time] = '
+                     f'{h.shape[:2]}, got shape {tuple(jnp.shape(mask))}.')
   key = None if key is None else jax.random.fold_in(key, 0)
   return depth.BlockContext(mask=jnp.asarray(mask, bool),
                             step=jnp.zeros((), jnp.int32), key=key,
@@ -1116,6 +1150,9 @@ class _Depth(nn.Module):
           getattr(self.block.module, method, None)):
         raise ValueError(f'{owner}: the block {kind} has no method '
                          f'{method!r}.')
+      label = method if isinstance(method, str) else method.__name__
+      check_block_call(owner, _bound(self.block.module, method),
+                       f'{kind}.{label}')
     self.make_depth()   # the settings' one-line errors, at construction
 
   @nn.nowrap
@@ -1200,17 +1237,33 @@ class _Depth(nn.Module):
       ``(h, output)`` as the pure ``apply``.
     """
     h = jnp.asarray(h)
+    caller = (f'{type(self).__name__}.'
+              f'{"init" if self.is_initializing() else "apply"}')
+    self._check_width(caller, h)
     if key is None and not deterministic:
       key = self.make_rng('dropout')
     model = self.make_depth(deterministic)
-    first = lambda: _first_context(type(self).__name__, h, mask, extra,
+    first = lambda: _first_context(caller, h, mask, extra,
                                   None if deterministic else key)
     block_params = self.param(
         'block', lambda rng: self._init_block(rng, first(), h))
     halting = self.param('halting', lambda rng: model.init(
         rng, h.shape[-1], block_params)['halting'])
     return model.apply({'block': block_params, 'halting': halting}, h, mask,
-                       key=key, extra=extra)
+                       key=key, extra=extra, caller=caller)
+
+  @nn.nowrap
+  def _check_width(self, caller: str, h: jax.Array) -> None:
+    """A one-line error where ``h`` is not as wide as the params' ``h``
+    (before Flax compares the block's params with their initialiser's)."""
+    if h.ndim != 3 or not self.has_variable('params', 'halting'):
+      return
+    width = self.get_variable('params', 'halting')['kernel'].shape[0]
+    if h.shape[-1] != width:
+      raise ValueError(
+          f'{caller}: h has {h.shape[-1]} features, the params were '
+          f'initialised for {width}; call it with h of {width} features, '
+          f'or init it on h of {h.shape[-1]}.')
 
 
 class PerTokenDepth(_Depth):
@@ -1246,6 +1299,15 @@ class PerTokenDepth(_Depth):
   ``deterministic=context.key is None``. With ``deterministic=True`` (the
   default) the block gets no key.
 
+  **Widths, dtypes, errors.** The params are made for the width of the
+  ``h`` given to ``init``; another width is a one-line error before Flax
+  compares the block's params. It computes in ``dtype`` (None: the halting
+  unit's param dtype, which follows the block's, with a warning when ``h``
+  is another float; ``per_token``'s ``dtype``). A block's ``__call__`` that
+  needs an argument other than ``h`` and ``context`` is refused when the
+  module is built (:func:`check_block_call`). Errors and warnings name the
+  call, ``PerTokenDepth.init`` or ``PerTokenDepth.apply``.
+
   Example:
 
     >>> import jax, jax.numpy as jnp
@@ -1273,6 +1335,7 @@ class PerTokenDepth(_Depth):
   loop: loops.LoopConfig | str = _PER_TOKEN.loop
   kernel_init: Initializer = _PER_TOKEN.kernel_init
   param_dtype: Any = _PER_TOKEN.param_dtype
+  dtype: Any = _PER_TOKEN.dtype
 
   @nn.nowrap
   def _make(self, block: Callable, readout: Callable | None) -> depth.Depth:
@@ -1329,6 +1392,7 @@ class PerExampleDepth(_Depth):
   loop: loops.LoopConfig | str = _PER_EXAMPLE.loop
   kernel_init: Initializer = _PER_EXAMPLE.kernel_init
   param_dtype: Any = _PER_EXAMPLE.param_dtype
+  dtype: Any = _PER_EXAMPLE.dtype
 
   @nn.nowrap
   def _methods(self) -> tuple:

@@ -1601,11 +1601,17 @@ class _Depth(nnx.Module):
     self.block = block
     for name in utils.keyword_options(self._factory):
       setattr(self, self._renamed.get(name, name), options[name])
+    kind = type(block).__name__
     readout = getattr(self, 'readout', None)
     if isinstance(readout, str) and not callable(getattr(block, readout,
                                                          None)):
-      raise ValueError(f'{owner}: the block {type(block).__name__} has no '
-                       f'method {readout!r}.')
+      raise ValueError(f'{owner}: the block {kind} has no method '
+                       f'{readout!r}.')
+    for method in ('__call__',) + (() if readout is None else (readout,)):
+      label = method if isinstance(method, str) else method.__name__
+      linen.check_block_call(
+          owner, getattr(block, method) if isinstance(method, str)
+          else functools.partial(method, block), f'{kind}.{label}')
     self.features = check_positive_int('features', features)
     self.deterministic = bool(deterministic)
     self.rngs = _own_stream(rngs, owner)
@@ -1665,10 +1671,18 @@ class _Depth(nnx.Module):
     Returns:
       ``(h, output)`` as the pure ``apply``.
     """
+    owner = type(self).__name__
+    h = jnp.asarray(h)
+    if h.ndim == 3 and h.shape[-1] != self.features:
+      raise ValueError(
+          f'{owner}: h has {h.shape[-1]} features, the module was built '
+          f'with features={self.features}; build it with '
+          f'features={h.shape[-1]} (and a block of that width).')
     if key is None and not self.deterministic:
       key = self.rngs()
-    return self.make_depth().apply(to_params(self), h, mask, key=key,
-                                   extra=extra)
+    params = {'block': {}, **to_params(self)}   # a block without params
+    return self.make_depth().apply(params, h, mask, key=key, extra=extra,
+                                   caller=owner)
 
   def set_view(self, deterministic: bool | None = None) -> None:
     """What ``nnx.view(model, deterministic=...)`` sets (flax >= 0.12)."""
@@ -1710,6 +1724,13 @@ class PerTokenDepth(_Depth):
   reseeded from ``fold_in(key, n)``, which is also ``context.key``, so an
   ``nnx.Dropout(rate, rngs=rngs)`` inside the block works as it is.
 
+  **Widths, dtypes, errors.** An ``h`` of another width than ``features``
+  is a one-line error naming the module; it computes in ``dtype`` as
+  :func:`vcrnn_jax.depth.per_token` does (None: the halting unit's param
+  dtype, with a warning when ``h`` is another float); a block that needs
+  an argument other than ``h`` and ``context`` is refused at construction
+  (:func:`vcrnn_jax.linen.check_block_call`).
+
   Example:
 
     >>> import jax, jax.numpy as jnp
@@ -1742,6 +1763,7 @@ class PerTokenDepth(_Depth):
       loop: loops.LoopConfig | str = _PER_TOKEN.loop,
       kernel_init: Initializer = _PER_TOKEN.kernel_init,
       param_dtype: Any = _PER_TOKEN.param_dtype,
+      dtype: Any = _PER_TOKEN.dtype,
       deterministic: bool = False, rngs: nnx.Rngs):
     self._setup(block, features, locals(), deterministic, rngs)
 
@@ -1799,6 +1821,7 @@ class PerExampleDepth(_Depth):
       loop: loops.LoopConfig | str = _PER_EXAMPLE.loop,
       kernel_init: Initializer = _PER_EXAMPLE.kernel_init,
       param_dtype: Any = _PER_EXAMPLE.param_dtype,
+      dtype: Any = _PER_EXAMPLE.dtype,
       deterministic: bool = False, rngs: nnx.Rngs):
     self._setup(block, features, locals(), deterministic, rngs)
 
