@@ -10,7 +10,9 @@ optimiser, clipping and number of updates for all four)::
 train a GRU of 128 units (``--cell``, ``--hidden_size``) wrapped by
 ``--method`` (``rnn``: none; ``act``: ACT with ``--tau``; ``repeat``:
 Repeat-RNN with ``--rho``; ``pondernet``: PonderNet with ``--beta``,
-``--lambda_p``, ``--kl``, ``--ponder_epsilon``) on ACT's parity task, with
+``--lambda_p``, ``--kl``, ``--ponder_epsilon``; any other pondering wrapper
+of the registry's table by its row, vcrnn_jax.papers.family.parity) on
+ACT's parity task, with
 the protocol every method shares: Adam at 1e-3, batch 128, gradients
 clipped to global norm 1.0, ``--steps`` updates.
 ``--setting=interpolation``: vectors of 64 elements, 1-64 of them non-zero
@@ -83,13 +85,15 @@ _common.define_positive_int('hidden_size', _D.hidden_size, 'Units of the '
 _common.define_positive_int('max_steps', _D.max_steps, 'Most ponder steps '
                             'of ACT (M) and PonderNet (N) (PonderNet: N <= '
                             '20).')
-_common.define_float('tau', _D.tau, 'ACT time penalty tau of Eq. 12 (ACT\'s '
-                     'parity grid: 0.01).')
+_common.define_float('tau', _D.tau, 'ACT time penalty tau of Eq. 12, the '
+                     'weight of the ponder cost of every method that reports '
+                     'one (ACT\'s parity grid: 0.01).')
 _common.define_float('act_epsilon', _D.act_epsilon, 'ACT halting threshold '
-                     'epsilon of Eq. 7 (ACT: 0.01), in (0, 1).', strict=True,
-                     upper=1.0)
+                     'epsilon of Eq. 7, for every method with a ponder cost '
+                     '(ACT: 0.01), in (0, 1).', strict=True, upper=1.0)
 flags.DEFINE_float('halting_bias', _D.halting_bias, 'ACT\'s initial halting '
-                   'bias b_h (Eq. 5; ACT: 1).')
+                   'bias b_h (Eq. 5; ACT: 1), for every method with a ponder '
+                   'cost.')
 _common.define_positive_int('rho', _D.rho, 'Repeat-RNN: presentations of '
                             'each input (R1; Fojo et al. compare small rho).')
 _common.define_float('beta', _D.beta, 'PonderNet weight of the KL term of '

@@ -6,6 +6,7 @@ flag), so that every test iterating over the table tests a new row as soon
 as it is added, and no test file keeps a list of methods of its own.
 """
 
+import dataclasses
 import inspect
 
 import jax
@@ -16,6 +17,13 @@ from vcrnn_jax.core import cell_output
 
 NAMES = tuple(registry.METHODS)
 WRAPPERS = registry.names('wrapper')
+
+
+def made(name: str):
+  """Row ``name`` renamed, so that ``module_for`` makes its modules from the
+  factory even where the row's are written by hand."""
+  e = registry.METHODS[name]
+  return dataclasses.replace(e, module='Made' + e.module)
 
 
 def _wrapped_argument(entry) -> str:
@@ -34,10 +42,11 @@ def pure(name: str, hidden: int):
                    **e.example)
 
 
-def linen_module(name: str, hidden: int):
-  """The :mod:`vcrnn_jax.linen` module of row ``name``'s example."""
+def linen_module(name: str, hidden: int, make: bool = False):
+  """The :mod:`vcrnn_jax.linen` module of row ``name``'s example (``make``:
+  the one made from the factory)."""
   e = registry.METHODS[name]
-  module = getattr(linen, e.module)
+  module = linen.module_for(made(name) if make else e)
   if not e.wraps:
     return module(features=hidden, **e.example)
   inner = [linen_module(w, hidden) for w in e.wraps]
@@ -56,11 +65,12 @@ def output_width(cell, in_features: int) -> int:
   return cell_output(jax.eval_shape(step, jax.random.key(0))).shape[-1]
 
 
-def nnx_module(name: str, in_features: int, hidden: int, rngs):
+def nnx_module(name: str, in_features: int, hidden: int, rngs,
+               make: bool = False):
   """The :mod:`vcrnn_jax.nnx` module of row ``name``'s example, reading
-  ``in_features`` inputs."""
+  ``in_features`` inputs (``make``: the one made from the factory)."""
   e = registry.METHODS[name]
-  module = getattr(vnnx, e.module)
+  module = vnnx.module_for(made(name) if make else e)
   if not e.wraps:
     return module(in_features=in_features, hidden_features=hidden,
                   **e.example, rngs=rngs)

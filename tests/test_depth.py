@@ -440,6 +440,23 @@ def test_padding_neither_counts_nor_extends_the_loop(kind):
     np.testing.assert_allclose(
         depth.mean_ponder(o2), np.asarray(o2.ponder)[mask].mean(),
         rtol=1e-12)
+    np.testing.assert_allclose(
+        depth.mean_depth(o2), np.asarray(o2.steps)[mask].mean(), rtol=1e-12)
+  else:
+    took = np.asarray(o2.steps) > 0
+    np.testing.assert_allclose(
+        depth.mean_depth(o2), np.asarray(o2.steps)[took].mean(), rtol=1e-12)
+  assert depth.mean_depth(o2).dtype == o2.ponder.dtype
+  assert 1.0 <= float(depth.mean_depth(o2)) <= int(o2.depth)
+
+
+def test_mean_depth_leaves_out_what_took_no_step():
+  out = depth.ExampleDepthOutput(
+      output=None, outputs=None, probs=jnp.zeros((3, 4)),
+      steps=jnp.array([0, 3, 4]), ponder=jnp.zeros(3, jnp.float32),
+      depth=jnp.array(4))
+  assert float(depth.mean_depth(out)) == 3.5
+  assert float(depth.mean_depth(out._replace(steps=jnp.zeros(3, int)))) == 0
 
 
 def test_extra_and_key_reach_the_block_and_compaction_gathers_extra():

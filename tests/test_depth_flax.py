@@ -8,7 +8,12 @@ the pure side (``module.apply`` for Linen, ``nnx.split`` / ``nnx.merge``
 for NNX), so the test does not go through the modules' own plumbing.
 """
 
+import contextlib
 import functools
+import io
+import pathlib
+import re
+import warnings
 
 import chex
 from flax import nnx
@@ -352,10 +357,163 @@ def test_bad_blocks_give_one_line_each():
   _one_line_error(r"variables \['batch_stats'\] besides its 'params'",
                   linen.PerTokenDepth(Stateful(), max_depth=M).init,
                   jax.random.key(0), h)
-  _one_line_error(r'PerTokenDepth: h must be \[batch, time, features\], got '
-                  r'shape \(4, 4\)', module.init, jax.random.key(0), h[0])
+  _one_line_error(r'PerTokenDepth\.init: h must be \[batch, time, '
+                  r'features\], got shape \(4, 4\)', module.init,
+                  jax.random.key(0), h[0])
   _one_line_error(r'max_depth must be a positive integer, got 0',
                   linen.PerTokenDepth, Shrink(), max_depth=0)
   _one_line_error(r"inference must be 'train' with halting='act'",
                   vnnx.PerExampleDepth, NnxShrink(rngs=rngs), F, max_depth=M,
                   halting='act', inference='median', rngs=rngs)
+
+
+# ----------------------------------------------------------------------------
+# As a user meets it: the guide, a block's signature, widths, dtypes.
+
+GUIDE = (pathlib.Path(__file__).resolve().parents[1] / 'docs' / 'guides'
+         / 'adaptive_depth.md')
+
+
+def test_the_guide_runs_as_a_user_runs_it():
+  """docs/guides/adaptive_depth.md's code cells, in order, in JAX's default
+  float32 and promotion (the suite runs in float64, strict)."""
+  cells = re.findall(r'```\{code-cell\} ipython3\n(.*?)```',
+                     GUIDE.read_text(), re.S)
+  assert len(cells) >= 7
+  scope = {'__name__': 'guide'}
+  with contextlib.ExitStack() as stack:
+    stack.enter_context(jax.enable_x64(False))
+    stack.enter_context(jax.numpy_dtype_promotion('standard'))
+    stack.enter_context(contextlib.redirect_stdout(io.StringIO()))
+    for code in cells:
+      exec(compile(code, str(GUIDE), 'exec'), scope)  # pylint: disable=exec-used
+  # The first block, written for the pure function, as a Linen module.
+  assert set(scope['first_variables']['params']) == {'block', 'halting'}
+  assert scope['out_h'].dtype == jnp.bfloat16     # dtype=jnp.bfloat16
+  kernel = scope['variables']['params']['halting']['kernel']
+  assert kernel.dtype == jnp.float32
+
+
+class MaskBlock(nn.Module):
+  @nn.compact
+  def __call__(self, h, mask):
+    del mask
+    return h
+
+
+class NnxMaskBlock(nnx.Module):
+  def __call__(self, h, mask):
+    del mask
+    return h
+
+
+def test_a_block_that_takes_the_mask_is_refused_with_the_fix():
+  fix = (r"Block\.__call__\(h, mask\) cannot be called as the depth loop "
+         r".*name its parameter 'mask' context and read context\.mask\.")
+  _one_line_error('PerTokenDepth: Mask' + fix, linen.PerTokenDepth,
+                  MaskBlock(), max_depth=M)
+  _one_line_error('PerExampleDepth: NnxMask' + fix, vnnx.PerExampleDepth,
+                  NnxMaskBlock(), F, max_depth=M, rngs=nnx.Rngs(0))
+  _one_line_error(r"ShrinkWithHead\.head\(h, y\) cannot be called",
+                  linen.PerExampleDepth, ShrinkWithHead(), max_depth=M,
+                  readout='head')
+
+
+class ShrinkWithHead(nn.Module):
+  def __call__(self, h):
+    return h
+
+  def head(self, h, y):
+    return h + y
+
+
+def test_errors_name_the_function_called_and_the_fix():
+  h = jnp.zeros((B, T, F), jnp.float32)
+  wide = jnp.zeros((B, T, F + 2), jnp.float32)
+  module = linen.PerTokenDepth(Identity(), max_depth=M)
+  variables = module.init(jax.random.key(0), h)
+  _one_line_error(r'^PerTokenDepth\.apply: h has 6 features, the params were '
+                  r'initialised for 4; call it with h of 4 features, or init '
+                  r'it on h of 6\.', module.apply, variables, wide)
+  _one_line_error(r'^PerTokenDepth\.apply: every leaf of extra', module.apply,
+                  variables, h, extra=jnp.zeros((B + 1,)))
+  _one_line_error(r'^PerTokenDepth\.init: mask must be', module.init,
+                  jax.random.key(0), h, jnp.ones((B, T + 1), bool))
+  nnx_module = vnnx.PerTokenDepth(NnxIdentity(), F, max_depth=M,
+                                  rngs=nnx.Rngs(0))
+  _one_line_error(r'^PerTokenDepth: h has 6 features, the module was built '
+                  r'with features=4; build it with features=6', nnx_module,
+                  wide)
+  _one_line_error(r'^PerTokenDepth: mask must be', nnx_module, h,
+                  jnp.ones((B,), bool))
+  sample = vnnx.PerExampleDepth(NnxIdentity(), F, max_depth=M,
+                                inference='sample', deterministic=True,
+                                rngs=nnx.Rngs(0))
+  _one_line_error(r'^PerExampleDepth: key is None; pass key=', sample, h)
+  pure = depth.per_token(lambda p, h, c: h, max_depth=M)
+  params = pure.init(jax.random.key(0), F, {})
+  _one_line_error(r'^per_token\.apply: h has 6 features, the params were '
+                  r'made for 4 \(init\(key, features, block_params\)\)',
+                  pure.apply, params, wide)
+
+
+class Identity(nn.Module):
+  @nn.compact
+  def __call__(self, h):
+    return h + 0.1 * nn.Dense(F, use_bias=False)(h)
+
+
+class NnxIdentity(nnx.Module):
+  def __call__(self, h):
+    return h
+
+
+class Bf16Block(nn.Module):
+  @nn.compact
+  def __call__(self, h):
+    return h + nn.Dense(F, dtype=jnp.bfloat16)(jnp.tanh(h))
+
+
+def test_dtype_is_the_params_with_a_warning_or_the_one_asked_for():
+  # Flax's layers mix dtypes under standard promotion, as users run them.
+  with jax.numpy_dtype_promotion('standard'):
+    _check_dtypes()
+
+
+def _check_dtypes():
+  h = jax.random.normal(jax.random.key(0), (B, T, F), jnp.float32)
+  mask = jnp.arange(T)[None] < jnp.asarray(LENGTHS)[:, None]
+  h16 = h.astype(jnp.bfloat16)
+  module = linen.PerTokenDepth(Identity(), max_depth=M)
+  variables = module.init(jax.random.key(0), h, mask)
+  # bfloat16 h over float32 params: float32, said once per trace.
+  with pytest.warns(UserWarning, match=r'PerTokenDepth\.apply: h is bfloat16 '
+                    r'but the halting unit.s params are float32, so it '
+                    r'computes in float32 .*pass dtype=jnp\.bfloat16'):
+    out_h, out = module.apply(variables, h16, mask)
+  assert out_h.dtype == out.ponder.dtype == jnp.float32
+  want, _ = module.apply(variables, h16.astype(jnp.float32), mask)
+  np.testing.assert_array_equal(out_h, want)
+  with warnings.catch_warnings():
+    warnings.simplefilter('error')
+    module.apply(variables, h, mask)             # no warning in float32
+  # dtype=bfloat16: computed in bfloat16 over float32 params; the block
+  # must return bfloat16, and the error says how.
+  bf16 = linen.PerTokenDepth(Bf16Block(), max_depth=M, dtype=jnp.bfloat16)
+  variables = bf16.init(jax.random.key(0), h16, mask)
+  out_h, out = bf16.apply(variables, h16, mask)
+  assert out_h.dtype == out.ponder.dtype == jnp.bfloat16
+  assert variables['params']['halting']['kernel'].dtype == jnp.float32
+  pure = bf16.make_depth()
+  np.testing.assert_array_equal(pure.apply(variables['params'], h16, mask)[0],
+                                out_h)
+  _one_line_error(r"block must return h's shape \(2, 4, 4\) and dtype "
+                  r'bfloat16, got shape \(2, 4, 4\) and dtype float32 \(a '
+                  r'Flax block computes in bfloat16 with '
+                  r'dtype=jnp\.bfloat16\)',
+                  linen.PerTokenDepth(Identity(), max_depth=M,
+                                      dtype=jnp.bfloat16).init,
+                  jax.random.key(0), h16, mask)
+  _one_line_error(r"dtype must be a floating dtype or None, got 'int32'",
+                  depth.per_example, lambda p, h, c: h, max_depth=M,
+                  dtype='int32')

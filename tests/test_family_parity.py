@@ -1,10 +1,11 @@
-"""The family's parity comparison: the task range, the four methods, the binary.
+"""The family's parity comparison: the task range, the methods, the binary.
 
 Each method's Experiment trains a few steps in-process at a tiny size; one
 subprocess run of experiments/family_parity.py writes results.json; bad flags
 end with one line and status 2.
 """
 
+import inspect
 import json
 
 import _binaries
@@ -12,6 +13,7 @@ import jax
 import numpy as np
 import pytest
 
+from vcrnn_jax import registry
 from vcrnn_jax.papers.family import parity as family_parity
 from vcrnn_jax.tasks import parity
 from vcrnn_jax.training.train import StepInfo
@@ -99,25 +101,31 @@ def test_each_method_trains_and_evaluates(method):
   result = exp.evaluate(params, 3)
   keys = {'accuracy', 'sequence_error', 'loss', 'ponder', 'steps', 'capped',
           'multiplications', 'training_range_accuracy'}
-  if method == 'pondernet':
+  row = None if method == 'rnn' else registry.METHODS[method]
+  samples = row is not None and 'inference' in row.options
+  if samples:
     keys |= {'sample_accuracy', 'sample_steps', 'sample_multiplications',
              'last_step_mass'}
   assert set(result) == keys
   assert all(np.isfinite(v) for v in result.values())
   assert result['accuracy'] == pytest.approx(1 - result['sequence_error'])
   assert 0.0 <= result['capped'] <= 1.0
-  want = {'rnn': 1.0, 'repeat': 3.0}
-  if method in want:
-    assert result['ponder'] == want[method]
-    assert result['capped'] == 1.0     # a fixed number of steps is the cap
+  if not family_parity.steps_measured(method):
+    # A fixed number of steps (the RNN's 1, Repeat's rho = 3) is the cap.
+    assert result['ponder'] == result['steps'] == (1.0 if row is None
+                                                   else 3.0)
+    assert result['capped'] == 1.0
   else:
     assert 1.0 <= result['steps'] <= 5.0
-  # Multiplications: the matrices of one step (readout and halting unit
-  # included for ACT and PonderNet), times the steps, plus a final readout.
-  gru = 3 * (8 + 1 + 8) * 8                    # input, flag, state
-  per_step = {'rnn': 3 * (8 + 8) * 8, 'repeat': gru, 'act': gru + 8 + 8,
-              'pondernet': gru + 8 + 8}[method]
-  once = 8 if method in ('rnn', 'repeat') else 0
+  # Multiplications: the matrices of one step (the readout and halting
+  # unit of a method that reads out itself), times the steps, plus a final
+  # readout for the others.
+  reads_out = row is not None and 'output_size' in inspect.signature(
+      row.factory).parameters
+  per_step = (3 * (8 + 8) * 8 if row is None               # the GRU alone
+              else 3 * (8 + 1 + 8) * 8                     # input, flag
+              + (8 + 8 if reads_out else 0))               # readout, halt
+  once = 0 if reads_out else 8
   assert result['multiplications'] == pytest.approx(
       per_step * result['steps'] + once)
   rows = family_parity.evaluate_by_count(model, 'extrapolation', params,
@@ -155,6 +163,25 @@ def test_pondernet_options_kl_direction_and_evaluation_cap():
   assert results[12]['steps'] > results[None]['steps']
   assert results[12]['capped'] < results[None]['capped']
   assert results[12]['sample_steps'] <= 12.0
+
+
+def test_what_the_summaries_read_comes_from_the_rows():
+  # The paper's four methods, as the family's summary has always shown them
+  # (the table may add others).
+  paper = ('rnn', 'act', 'repeat', 'pondernet')
+  assert set(paper) <= set(family_parity.METHODS)
+  assert [family_parity.steps_measured(m) for m in paper] == [
+      False, True, False, True]
+  model = {'max_steps': 20, 'rho': 3, 'eval_max_steps': 40}
+  caps = {m: family_parity.step_caps(m, model) for m in paper}
+  assert caps == {'rnn': (1, 1), 'act': (20, 20), 'repeat': (3, 3),
+                  'pondernet': (20, 40)}
+  assert family_parity.step_caps('pondernet', {'max_steps': 7}) == (7, 7)
+  grids = {m: family_parity.grid(m) for m in paper}
+  assert grids == {'rnn': (), 'act': ('tau',), 'repeat': ('rho',),
+                   'pondernet': ('kl', 'ponder_epsilon', 'lambda_p', 'beta')}
+  with pytest.raises(ValueError, match="method must be one of .* got 'skip'"):
+    family_parity.grid('skip')
 
 
 def test_default_loop_is_chosen_per_method():

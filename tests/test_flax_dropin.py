@@ -19,6 +19,7 @@ import functools
 import inspect
 import warnings
 
+import _methods
 import chex
 from flax import nnx
 import flax.linen as nn
@@ -162,13 +163,13 @@ def test_recurrent_kernel_init_is_the_one_name(name):
                      ) as excinfo:
     factory(recurrent_init=ones)
   _one_line(excinfo)
-  module = functools.partial(getattr(vnnx, entry.module), D, H,
+  module = functools.partial(vnnx.module_for(entry), D, H,
                              **entry.example, rngs=nnx.Rngs(0))
   np.testing.assert_array_equal(
       module(recurrent_kernel_init=ones).recurrent_kernel[...], 1.0)
   with pytest.raises(TypeError, match="keyword argument 'recurrent_init'"):
     module(recurrent_init=ones)
-  module = getattr(linen, entry.module)
+  module = linen.module_for(entry)
   assert 'recurrent_init' not in module.__dataclass_fields__
   module = functools.partial(module, H, **entry.example)
   assert module(recurrent_kernel_init=ones).recurrent_kernel_init is ones
@@ -546,11 +547,19 @@ def test_linen_carry_init_through_wrappers():
 # ----------------------------------------------------------------------------
 # Settings declared once: every module default is its factory's.
 
-# Every method of the registry's table: its module and its pure factory.
-LINEN_FACTORIES = [(getattr(linen, e.module), e.factory)
-                   for e in registry.METHODS.values()]
-NNX_FACTORIES = [(getattr(vnnx, e.module), e.factory)
-                 for e in registry.METHODS.values()]
+# Every method of the registry's table: its module and its pure factory;
+# for a wrapper also the module module_for makes from its row (the rule of
+# registry.Entry).
+def _rows():
+  for name, e in registry.METHODS.items():
+    yield name, e
+    if e.family == 'wrapper':
+      yield f'made_{name}', _methods.made(name)
+
+
+ROW_IDS = [name for name, _ in _rows()]
+LINEN_FACTORIES = [(linen.module_for(e), e.factory) for _, e in _rows()]
+NNX_FACTORIES = [(vnnx.module_for(e), e.factory) for _, e in _rows()]
 
 
 def _factory_defaults(factory):
@@ -559,16 +568,14 @@ def _factory_defaults(factory):
           if p.default is not inspect.Parameter.empty}
 
 
-@pytest.mark.parametrize('module,factory', LINEN_FACTORIES,
-                         ids=list(registry.METHODS))
+@pytest.mark.parametrize('module,factory', LINEN_FACTORIES, ids=ROW_IDS)
 def test_linen_field_defaults_are_the_factory_defaults(module, factory):
   fields = {f.name: f.default for f in dataclasses.fields(module)}
   for name, default in _factory_defaults(factory).items():
     assert fields[name] is default, (module.__name__, name)
 
 
-@pytest.mark.parametrize('module,factory', NNX_FACTORIES,
-                         ids=list(registry.METHODS))
+@pytest.mark.parametrize('module,factory', NNX_FACTORIES, ids=ROW_IDS)
 def test_nnx_defaults_are_the_factory_defaults(module, factory):
   params = inspect.signature(module.__init__).parameters
   for name, default in _factory_defaults(factory).items():

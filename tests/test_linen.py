@@ -29,6 +29,11 @@ CASES = {
     **{name: (lambda name=name: _methods.linen_module(name, H),
               lambda name=name: _methods.pure(name, H))
        for name in _methods.NAMES},
+    # Every wrapper's module as linen.module_for makes it from the row.
+    **{f'made_{name}': (
+        lambda name=name: _methods.linen_module(name, H, make=True),
+        lambda name=name: _methods.pure(name, H))
+       for name in _methods.WRAPPERS},
     'act_no_readout': (lambda: linen.ACT(linen.GRU(H), max_steps=5),
                        lambda: act.adaptive(cells.gru(H), None, max_steps=5)),
 }
@@ -72,7 +77,7 @@ def test_padding_aware_rnn_equals_unroll_with_lengths(name):
 @pytest.mark.parametrize('name', _methods.NAMES)
 def test_every_factory_option_is_a_module_field(name):
   entry = registry.METHODS[name]
-  module = getattr(linen, entry.module)
+  module = linen.module_for(entry)
   fields = set(module.__dataclass_fields__)
   for arg in inspect.signature(entry.factory).parameters:
     arg = 'features' if arg == 'hidden_size' else arg
@@ -256,7 +261,7 @@ def test_apply_checks_the_state_width(factory):
     cell.apply(params, state, jnp.ones((B, D)))
 
 
-@pytest.mark.parametrize('name', ['lstm', 'act', 'ei_rehn'])
+@pytest.mark.parametrize('name', ['lstm', 'act', 'made_act', 'ei_rehn'])
 def test_any_leading_batch_axes(name):
   module, _ = CASES[name]
   xs = _xs((2, 3, T, D))

@@ -34,6 +34,11 @@ CASES = {
     **{name: (lambda r, name=name: _methods.nnx_module(name, D, H, r),
               lambda name=name: _methods.pure(name, H))
        for name in _methods.NAMES},
+    # Every wrapper's module as nnx.module_for makes it from the row.
+    **{f'made_{name}': (
+        lambda r, name=name: _methods.nnx_module(name, D, H, r, make=True),
+        lambda name=name: _methods.pure(name, H))
+       for name in _methods.WRAPPERS},
     'act_of_act': (lambda r: vnnx.ACT(
         vnnx.ACT(vnnx.Elman(D + 2, H, rngs=r), max_steps=2, loop='scan',
                  rngs=r), output_size=2, max_steps=2, halting_bias=0.0,
@@ -132,7 +137,7 @@ def test_public_api_exports_nnx():
 @pytest.mark.parametrize('name', _methods.NAMES)
 def test_every_factory_option_is_a_constructor_argument(name):
   entry = registry.METHODS[name]
-  module = getattr(vnnx, entry.module)
+  module = vnnx.module_for(entry)
   args = inspect.signature(module.__init__).parameters
   assert 'rngs' in args and 'deterministic' in args, module.__name__
   for arg in inspect.signature(entry.factory).parameters:
@@ -169,7 +174,8 @@ def test_params_convert_both_ways():
     vnnx.from_params(vnnx.GRU(D, H, rngs=nnx.Rngs(0)), bad)
 
 
-@pytest.mark.parametrize('name', _methods.WRAPPERS)
+@pytest.mark.parametrize('name', _methods.WRAPPERS + tuple(
+    f'made_{n}' for n in _methods.WRAPPERS))
 def test_wrapper_params_convert_both_ways(name):
   make, pure = CASES[name]
   module = make(nnx.Rngs(0))

@@ -1,8 +1,8 @@
 """The public pondering pieces, and the guide's new method built from them.
 
 The guide docs/guides/new_pondering_method.md (ACT's halting with
-PonderNet's expected-steps cost) is run from the page itself, so the code
-the docs show is the code tested.
+PonderNet's expected-steps cost, its registry row, its Flax modules) is run
+from the page itself, so the code the docs show is the code tested.
 """
 
 import contextlib
@@ -16,8 +16,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from vcrnn_jax import act, cells, loops, pondering
+from vcrnn_jax import act, cells, loops, pondering, registry, utils
 from vcrnn_jax.core import Context, InputSizeError
+from vcrnn_jax.papers.family import parity as family_parity
+from vcrnn_jax.unroll import unroll
 
 GUIDE = (pathlib.Path(__file__).resolve().parents[1] / 'docs' / 'guides'
          / 'new_pondering_method.md')
@@ -70,17 +72,17 @@ def _setup(cell=None, halting_bias=-1.0):
 
 
 def test_guide_runs_and_its_loss_and_gradient_are_finite(guide):
-  assert len(_code_cells()) == 2
-  code_lines = sum(len([ln for ln in c.splitlines() if ln.strip()])
-                   for c in _code_cells())
-  assert code_lines < 80, code_lines
+  assert len(_code_cells()) == 3
+  method = sum(len([ln for ln in c.splitlines() if ln.strip()])
+               for c in _code_cells()[:1])
+  assert method < 70, method
   assert np.isfinite(float(guide['loss']))
   for g in jax.tree_util.tree_leaves(guide['grads']):
     assert np.all(np.isfinite(np.asarray(g)))
   ys = guide['ys']
   # Padded steps (lengths [5, 3, 1]) give zero cost and steps.
   np.testing.assert_array_equal(np.asarray(ys.steps)[2, 1:], 0)
-  assert np.all(np.asarray(ys.expected_steps)[0] >= 1.0)
+  assert np.all(np.asarray(ys.ponder)[0] >= 1.0)
   # The cost reaches the halting unit: ACT's rho would too, only through R.
   assert np.any(np.asarray(guide['grads']['halting']['kernel']) != 0.0)
 
@@ -100,7 +102,7 @@ def test_guide_cost_is_the_hand_computed_expected_steps(guide, max_steps,
   x = jax.random.normal(jax.random.key(1), (B, D), jnp.float64)
   _, out = model.apply(params, model.initial_state(B), x)
   want = sum((n + 1) * p for n, p in enumerate(probs))
-  np.testing.assert_allclose(np.asarray(out.expected_steps), want,
+  np.testing.assert_allclose(np.asarray(out.ponder), want,
                              rtol=1e-12)
   np.testing.assert_array_equal(np.asarray(out.steps), len(probs))
 
@@ -111,7 +113,7 @@ def test_guide_cost_is_the_sum_of_the_steps_p(guide):
   _, out = model.apply(params, model.initial_state(B), x)
   _, _, stats = _loop_with_stats(cell, params, x)
   want = sum((n + 1) * np.asarray(s.p) for n, s in enumerate(stats))
-  np.testing.assert_allclose(np.asarray(out.expected_steps), want,
+  np.testing.assert_allclose(np.asarray(out.ponder), want,
                              rtol=1e-12)
   assert len(set(np.asarray(out.steps).tolist())) > 1, 'rows must differ'
 
@@ -124,7 +126,7 @@ def test_guide_method_matches_act_and_its_loops_agree(guide):
 
     def loss(params):
       _, out = model.apply(params, model.initial_state(B), x)
-      return jnp.sum(out.output ** 2) + jnp.sum(out.expected_steps), out
+      return jnp.sum(out.output ** 2) + jnp.sum(out.ponder), out
 
     return jax.value_and_grad(loss, has_aux=True)(params)
 
@@ -141,6 +143,59 @@ def test_guide_method_matches_act_and_its_loops_agree(guide):
   _, act_out = ref.apply(params, ref.initial_state(B), x)
   np.testing.assert_array_equal(out_w.steps, act_out.steps)
   np.testing.assert_allclose(out_w.output, act_out.output, rtol=1e-12)
+
+
+def test_guide_method_has_acts_options_remainder_and_no_readout(guide):
+  cell, params, x = _setup(cells.gru(4, param_dtype=jnp.float64))
+  factory = guide['act_expected_steps']
+  want = utils.defaults(act.adaptive)
+  for name, default in utils.defaults(factory).__dict__.items():
+    assert default is getattr(want, name), name
+  # With output_size None the output is the mean field of the cell's own.
+  bare = factory(cell, None, max_steps=6)
+  ref = act.adaptive(cell, None, max_steps=6)
+  params = {k: v for k, v in params.items() if k != 'output'}
+  params['cell'] = cell.init(jax.random.key(3), D + 1)
+  _, out = bare.apply(params, bare.initial_state(B), x)
+  _, act_out = ref.apply(params, ref.initial_state(B), x)
+  np.testing.assert_allclose(out.output, act_out.output, rtol=1e-12)
+  np.testing.assert_array_equal(out.remainder, act_out.remainder)
+  np.testing.assert_array_equal(act.ponder_cost(out), out.ponder)
+  for bad, match in ((dict(epsilon=0.0), r'epsilon must be in \(0, 1\)'),
+                     (dict(max_steps=0), 'max_steps must be a positive'),
+                     (dict(output_size=0), 'output_size must be a positive')):
+    with pytest.raises(ValueError, match=match):
+      factory(cell, **{'output_size': 2, **bad})
+
+
+def test_guide_row_makes_the_flax_modules_and_joins_the_comparison(
+    guide, monkeypatch):
+  row = guide['row']
+  # The pure cell of the Linen module's params is the module's computation.
+  variables = guide['variables']['params']['cell']
+  model = guide['act_expected_steps'](cells.gru(16), 1, max_steps=8)
+  xs = guide['xs']
+  _, want = unroll(model, variables['cell'], model.initial_state(3), xs)
+  np.testing.assert_allclose(guide['rnn'].apply(guide['variables'], xs).ponder,
+                             want.ponder, rtol=1e-5)
+  assert type(guide['cell']).__name__ == 'ExpectedACT'
+  # The family comparison takes a pondering row with a ponder cost as it is.
+  monkeypatch.setitem(registry.METHODS, 'expected_act', row)
+  monkeypatch.setattr(family_parity, 'METHODS',
+                      family_parity.METHODS + ('expected_act',))
+  config = family_parity.ModelConfig(method='expected_act', hidden_size=4,
+                                     max_steps=3, tau=0.5)
+  exp = family_parity.parity_experiment(config, 'interpolation', bits=4,
+                                        batch_size=4, eval_batch_size=8)
+  params = exp.init(jax.random.key(0))
+  batch = exp.sample(jax.random.key(1), 0)
+  loss, metrics = exp.loss(params, batch, None)
+  assert float(loss) == pytest.approx(float(metrics['loss'])
+                                      + 0.5 * float(metrics['ponder']))
+  assert family_parity.steps_measured('expected_act')
+  assert family_parity.grid('expected_act') == ('tau',)
+  assert family_parity.step_caps('expected_act', config._asdict()) == (3, 3)
+  assert exp.evaluate(params, 0)['capped'] <= 1.0
 
 
 # The pieces.

@@ -1,17 +1,20 @@
 """The table of methods: one name per method, options from the factory,
 aliases, and a row for every factory and every Flax module."""
 
+import dataclasses
 import importlib
 import inspect
 import pkgutil
 
+import _methods
+from flax import nnx
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import vcrnn_jax
-from vcrnn_jax import cells, linen, loops, registry, rehn, vc
+from vcrnn_jax import act, cells, linen, loops, registry, rehn, vc
 from vcrnn_jax import nnx as vnnx
 from vcrnn_jax.core import Cell
 from vcrnn_jax.papers.family import parity as family_parity
@@ -25,13 +28,20 @@ def test_every_registered_cell_builds_and_steps():
     assert jax.tree_util.tree_leaves(state)[0].shape == (2, 4), name
 
 
+# The papers' methods: the table may grow, but these keep their families.
+PAPER_METHODS = {
+    'baseline': {'elman', 'gru', 'lstm'},
+    'vc': {'vcrnn', 'vcgru'},
+    'rhn': {'rhn', 'srhn'},
+    'elastic': {'srehn', 'ei_rehn'},
+    'wrapper': {'act', 'pondernet', 'repeat', 'skip'},
+    'stack': {'stack'},
+}
+
+
 def test_families_partition_the_table():
-  assert registry.names('baseline') == ('elman', 'gru', 'lstm')
-  assert registry.names('vc') == ('vcrnn', 'vcgru')
-  assert registry.names('rhn', 'elastic') == ('rhn', 'srhn', 'srehn',
-                                              'ei_rehn')
-  assert registry.names('wrapper') == ('act', 'pondernet', 'repeat', 'skip')
-  assert registry.names('stack') == ('stack',)
+  for family, names in PAPER_METHODS.items():
+    assert names <= set(registry.names(family)), family
   assert registry.names() == registry.names(*registry.CELL_FAMILIES)
   assert tuple(registry.CELLS) == registry.names()
   assert sorted(registry.METHODS) == sorted(
@@ -148,14 +158,55 @@ def test_rows_are_well_formed(name):
   # The example's options are the factory's, under the Linen and NNX names.
   takes = set(e.options) | set(inspect.signature(e.factory).parameters)
   assert set(e.example) <= takes, set(e.example) - takes
-  fields = set(getattr(linen, e.module).__dataclass_fields__)
-  nnx_args = set(inspect.signature(getattr(vnnx, e.module).__init__)
-                 .parameters)
+  fields = set(linen.module_for(e).__dataclass_fields__)
+  nnx_args = set(inspect.signature(vnnx.module_for(e).__init__).parameters)
   assert set(e.example) <= fields & nnx_args
+  assert linen.module_for(name) is getattr(linen, e.module)
+  assert vnnx.module_for(name) is getattr(vnnx, e.module)
+
+
+@pytest.mark.parametrize('name', list(registry.METHODS))
+def test_what_a_row_reports_is_in_its_output(name):
+  """The fields :class:`registry.Reports` names are per-row fields of the
+  example's per-step output; the ponder cost is what act.ponder_cost reads,
+  and a fixed number of steps is a factory option."""
+  reports = registry.METHODS[name].reports
+  cell = _methods.pure(name, 4)
+  params = cell.init(jax.random.key(0), 3)
+  _, y = cell.apply(params, cell.initial_state(2), jnp.ones((2, 3)))
+  for field in (reports.steps, reports.ponder):
+    if field is not None:
+      assert getattr(y, field).shape == (2,), (name, field)
+  if reports.ponder is not None:
+    assert reports.ponder == 'ponder'
+    np.testing.assert_array_equal(act.ponder_cost(y), y.ponder)
+  if reports.fixed_steps is not None:
+    assert reports.steps is None
+    assert reports.fixed_steps in inspect.signature(
+        registry.METHODS[name].factory).parameters
+
+
+def test_module_for_makes_a_wrappers_modules_and_refuses_a_cell():
+  row = dataclasses.replace(registry.METHODS['act'], module='MyACT')
+  made = linen.module_for(row)
+  assert made.__name__ == 'MyACT' and issubclass(made, linen.CellModule)
+  assert vnnx.module_for(row).__name__ == 'MyACT'
+  cell = dataclasses.replace(registry.METHODS['gru'], module='MyGRU')
+  for api in (linen, vnnx):
+    with pytest.raises(ValueError, match=r"module_for: only a wrapper .* "
+                       r"'MyGRU' is a 'baseline': write its module"):
+      api.module_for(cell)
+    with pytest.raises(ValueError, match=r"entry must be a registry.Entry "
+                       r"or one of .* got 'nope'"):
+      api.module_for('nope')
+  with pytest.raises(TypeError, match=r"MyACT.__init__\(\) got an "
+                     r"unexpected keyword argument 'max_step'"):
+    vnnx.module_for(row)(vnnx.GRU(4, 8, rngs=nnx.Rngs(0)), 1, max_step=2)
 
 
 def test_the_family_comparison_runs_rows_of_the_table():
-  # PonderNet's parity comparison: the cell alone ('rnn') and wrappers of
-  # the table, each built by its row's factory.
-  wrappers = [m for m in family_parity.METHODS if m != 'rnn']
-  assert set(wrappers) <= set(registry.names('wrapper')), wrappers
+  # PonderNet's parity comparison: the cell alone ('rnn') and every
+  # pondering wrapper of the table, each built by its row's factory.
+  assert family_parity.METHODS == ('rnn',) + tuple(
+      n for n in registry.names('wrapper') if registry.METHODS[n].flagged)
+  assert {'act', 'pondernet', 'repeat'} <= set(family_parity.METHODS)

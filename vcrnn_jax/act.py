@@ -14,13 +14,7 @@ import jax
 import jax.numpy as jnp
 
 from vcrnn_jax import loops, pondering, utils
-from vcrnn_jax.core import (
-  Cell,
-  as_context,
-  check_cell,
-  check_positive_int,
-  field_docs,
-)
+from vcrnn_jax.core import Cell, as_context, field_docs
 
 __all__ = ['ACTOutput', 'DEFAULT_LOOP', 'adaptive', 'ponder_cost']
 
@@ -160,12 +154,8 @@ def adaptive(
   References:
     Graves, Adaptive Computation Time for Recurrent Neural Networks, 2016.
   """
-  check_cell('act.adaptive', cell)
-  if output_size is not None:
-    output_size = check_positive_int('output_size', output_size)
-  max_steps = check_positive_int('max_steps', max_steps)
-  if not 0.0 < epsilon < 1.0:
-    raise ValueError(f'epsilon must be in (0, 1), got {epsilon!r}.')
+  output_size, max_steps = pondering.check_act_settings(
+      'act.adaptive', cell, output_size, max_steps, epsilon)
   loop = loops.as_loop_config(loop)
 
   def init(key, input_size):
@@ -203,12 +193,14 @@ def adaptive(
   return Cell(init, cell.initial_state, apply)
 
 
-def ponder_cost(out: ACTOutput, mask: jax.Array | None = None) -> jax.Array:
+def ponder_cost(out: Any, mask: jax.Array | None = None) -> jax.Array:
   r"""The ponder cost :math:`P(x) = \sum_t \rho_t` (Eq. 11) per sequence.
 
   Args:
     out: an :class:`ACTOutput`, either of one step (``ponder: [batch]``) or
-      of a sequence from :func:`vcrnn_jax.unroll` (``ponder: [batch, time]``).
+      of a sequence from :func:`vcrnn_jax.unroll` (``ponder: [batch, time]``);
+      or the output of any method whose ponder cost is its field ``ponder``
+      (what a registry row's :class:`vcrnn_jax.registry.Reports` names).
     mask: optional weights of the ponder's shape (``[batch]`` or ``[batch,
       time]``); padded steps (mask 0) cost nothing.
 

@@ -16,7 +16,8 @@ mask, the depth step and a key from its :class:`BlockContext`):
 * :func:`per_token`: ACT per position, Universal-Transformer style; a
   halted position's state is frozen and still serves as key and value to
   the positions that go on; the ponder ``N + R`` of every position comes
-  back for the loss (:func:`mean_ponder`).
+  back for the loss (:func:`mean_ponder`), and the depth it took
+  (:func:`mean_depth`).
 * :func:`per_example`: one halting unit over the masked mean of the
   positions' states (:func:`masked_mean`), with PonderNet's halting
   distribution (its losses are :func:`vcrnn_jax.ponder.kl_to_geometric`
@@ -58,6 +59,7 @@ from collections.abc import Callable
 import functools
 import numbers
 from typing import Any, NamedTuple
+import warnings
 
 import jax
 from jax import lax
@@ -65,6 +67,7 @@ import jax.numpy as jnp
 
 from vcrnn_jax import act, loops, ponder, pondering, utils
 from vcrnn_jax.core import (
+  check_dtype,
   check_function,
   check_positive_int,
   field_docs,
@@ -79,6 +82,7 @@ __all__ = [
     'ExampleDepthOutput',
     'TokenDepthOutput',
     'masked_mean',
+    'mean_depth',
     'mean_ponder',
     'per_example',
     'per_token',
@@ -124,13 +128,14 @@ class Depth(NamedTuple):
   the block's params: ``{'block': block_params, 'halting': {'kernel':
   [features, 1], 'bias': [1]}}``.
 
-  ``apply(params, h, mask=None, *, key=None, extra=None) -> (h, output)``
-  runs the block to each position's (or example's) depth; ``h`` is
-  ``[batch, time, features]``, ``mask`` ``[batch, time]`` bool (None: no
-  padding), ``key`` the PRNG key the block's per-step keys are folded from
-  (and PonderNet's sampled exits drawn from), ``extra`` a pytree of
-  ``[batch, ...]`` leaves handed to the block in its
-  :class:`BlockContext`.
+  ``apply(params, h, mask=None, *, key=None, extra=None, caller=...) ->
+  (h, output)`` runs the block to each position's (or example's) depth;
+  ``h`` is ``[batch, time, features]``, ``mask`` ``[batch, time]`` bool
+  (None: no padding), ``key`` the PRNG key the block's per-step keys are
+  folded from (and PonderNet's sampled exits drawn from), ``extra`` a
+  pytree of ``[batch, ...]`` leaves handed to the block in its
+  :class:`BlockContext`; ``caller`` is the function its errors and warnings
+  name (``'per_token.apply'``; a Flax module passes its own name).
 
   The block (and a readout) runs on every example of the batch the loop
   holds, halted and empty ones included, whose results are discarded, and
@@ -231,6 +236,37 @@ def mean_ponder(out: TokenDepthOutput | ExampleDepthOutput) -> jax.Array:
           / jnp.maximum(count, 1.0))
 
 
+def mean_depth(out: TokenDepthOutput | ExampleDepthOutput) -> jax.Array:
+  """The mean depth realised: block applications per position (or example)
+  that took a step.
+
+  What the halting learned, against ``max_depth`` (the bound) and
+  ``out.depth`` (the steps the loop ran, the batch's deepest). Padding and
+  empty examples (``steps`` 0) are left out, as in :func:`mean_ponder`.
+
+  Args:
+    out: a :class:`TokenDepthOutput` or an :class:`ExampleDepthOutput`.
+
+  Returns:
+    A float scalar in the ponder's dtype; 0 when nothing took a step.
+
+  Example:
+
+    >>> import jax.numpy as jnp
+    >>> from vcrnn_jax import depth
+    >>> out = depth.TokenDepthOutput(
+    ...     ponder=jnp.zeros((1, 3)), steps=jnp.array([[2, 4, 0]]),
+    ...     remainder=jnp.zeros((1, 3)), depth=jnp.array(4))
+    >>> float(depth.mean_depth(out))                  # (2 + 4) / 2
+    3.0
+  """
+  took = out.steps > 0
+  dtype = out.ponder.dtype
+  count = jnp.sum(took.astype(dtype))
+  return (jnp.sum(jnp.where(took, out.steps, 0).astype(dtype))
+          / jnp.maximum(count, 1.0))
+
+
 def _check_epsilon(epsilon: Any, low_closed: bool) -> float:
   ok = (not isinstance(epsilon, bool) and isinstance(epsilon, numbers.Real)
         and (0.0 <= epsilon if low_closed else 0.0 < epsilon)
@@ -261,29 +297,47 @@ def _init_fn(kernel_init, halting_bias: float, param_dtype):
   return init
 
 
-def _prepare(owner: str, params: dict, h: Any, mask: Any, extra: Any):
-  """``h`` in the halting unit's dtype and a bool ``mask``, both checked."""
+def _prepare(caller: str, params: dict, h: Any, mask: Any, extra: Any,
+             dtype: Any):
+  """``h`` and the halting unit in the computation dtype, a bool ``mask``,
+  all checked; ``caller`` is the function the errors name.
+
+  The computation dtype is ``dtype``, or else the halting unit's params'
+  (which follow the block's): a floating ``h`` of another dtype is cast,
+  with a warning that names the choice.
+  """
   h = jnp.asarray(h)
   if h.ndim != 3:
-    raise ValueError(f'{owner}.apply: h must be [batch, time, features], '
-                     f'got shape {tuple(h.shape)}.')
+    raise ValueError(f'{caller}: h must be [batch, time, features], got '
+                     f'shape {tuple(h.shape)}.')
   kernel = params['halting']['kernel']
   if h.shape[-1] != kernel.shape[0]:
     raise ValueError(
-        f'{owner}.apply: h has {h.shape[-1]} features, the params were '
-        f'made for {kernel.shape[0]} (init(key, features, block_params)).')
-  h = utils.cast(h, kernel.dtype)
+        f'{caller}: h has {h.shape[-1]} features, the params were made for '
+        f'{kernel.shape[0]} (init(key, features, block_params)).')
+  compute = jnp.dtype(dtype if dtype is not None else kernel.dtype)
+  if (dtype is None and jnp.issubdtype(h.dtype, jnp.floating)
+      and h.dtype != compute):
+    warnings.warn(
+        f'{caller}: h is {h.dtype} but the halting unit\'s params are '
+        f'{compute}, so it computes in {compute} and returns {compute}; '
+        f'pass dtype=jnp.{h.dtype.name} to compute in {h.dtype.name} (the '
+        f'block must then return {h.dtype.name}), or give h in {compute}.',
+        stacklevel=3)
+  h = utils.cast(h, compute)
+  params = {**params, 'halting': jax.tree_util.tree_map(
+      lambda a: utils.cast(a, compute), params['halting'])}
   if mask is None:
     mask = jnp.ones(h.shape[:2], bool)
   elif tuple(jnp.shape(mask)) != h.shape[:2]:
-    raise ValueError(f'{owner}.apply: mask must be [batch, time] = '
+    raise ValueError(f'{caller}: mask must be [batch, time] = '
                      f'{h.shape[:2]}, got shape {tuple(jnp.shape(mask))}.')
   for leaf in jax.tree_util.tree_leaves(extra):
     if jnp.ndim(leaf) < 1 or jnp.shape(leaf)[0] != h.shape[0]:
       raise ValueError(
-          f'{owner}.apply: every leaf of extra must lead with the batch '
-          f'axis ({h.shape[0]}), got shape {tuple(jnp.shape(leaf))}.')
-  return h, jnp.asarray(mask, bool)
+          f'{caller}: every leaf of extra must lead with the batch axis '
+          f'({h.shape[0]}), got shape {tuple(jnp.shape(leaf))}.')
+  return params, h, jnp.asarray(mask, bool)
 
 
 def _context(mask, extra, key, n) -> BlockContext:
@@ -291,7 +345,7 @@ def _context(mask, extra, key, n) -> BlockContext:
   return BlockContext(mask=mask, step=n, key=key, extra=extra)
 
 
-def _check_block(owner: str, fun: Callable, name: str, params: Any,
+def _check_block(caller: str, fun: Callable, name: str, params: Any,
                  h: jax.Array, mask, extra, key, same_shape: bool):
   """The shape of ``fun``'s result, traced abstractly; one line if wrong."""
   context = _context(mask, extra, key, jnp.zeros((), jnp.int32))
@@ -305,8 +359,12 @@ def _check_block(owner: str, fun: Callable, name: str, params: Any,
   if not ok:
     got = (f'shape {tuple(out.shape)} and dtype {out.dtype}'
            if hasattr(out, 'shape') else type(out).__name__)
-    raise ValueError(f'{owner}.apply: {name} must return {want}, got '
-                     f'{got}.')
+    hint = ''
+    if same_shape and getattr(out, 'shape', None) == h.shape:
+      hint = (f' (a Flax block computes in {h.dtype} with '
+              f'dtype=jnp.{h.dtype.name})')
+    raise ValueError(f'{caller}: {name} must return {want}, got '
+                     f'{got}{hint}.')
   return out
 
 
@@ -368,6 +426,7 @@ def per_token(
     loop: loops.LoopConfig | str = loops.LoopConfig(),
     kernel_init: Any = utils.default_kernel_init,
     param_dtype: Any = None,
+    dtype: Any = None,
 ) -> Depth:
   r"""ACT per position over a shared block: Universal Transformer halting.
 
@@ -445,10 +504,16 @@ def per_token(
       values and gradients whatever it says (``'scan'``: the masked scan).
     kernel_init: initialiser of ``w_h`` (LeCun normal).
     param_dtype: the halting unit's dtype; None: the block params'.
+    dtype: the computation dtype (Flax's meaning): ``h`` and the halting
+      unit are cast to it, and the block must return it (a Flax block
+      built with the same ``dtype`` does); None: the halting unit's param
+      dtype, and a floating ``h`` of another dtype is cast to it with a
+      warning (``h`` in bfloat16 over float32 params computes in float32).
 
   Returns:
     A :class:`Depth`; ``apply`` returns the mean-field ``out`` (padded
-    positions: their input) and a :class:`TokenDepthOutput`.
+    positions: their input, in the computation dtype) and a
+    :class:`TokenDepthOutput`.
 
   References:
     Dehghani et al., Universal Transformers, 2019, Sec. 2.2; Graves,
@@ -460,11 +525,13 @@ def per_token(
                _check_choice('halting_reads', halting_reads, HALTING_READS),
                'act', 'train')
   loop = loops.as_loop_config(loop)
+  dtype = check_dtype('dtype', dtype, optional=True)
 
-  def apply(params, h, mask=None, *, key=None, extra=None):
-    h, mask = _prepare('per_token', params, h, mask, extra)
-    _check_block('per_token', block, 'block', params['block'], h, mask,
-                 extra, key, same_shape=True)
+  def apply(params, h, mask=None, *, key=None, extra=None,
+            caller='per_token.apply'):
+    params, h, mask = _prepare(caller, params, h, mask, extra, dtype)
+    _check_block(caller, block, 'block', params['block'], h, mask, extra,
+                 key, same_shape=True)
     zeros = jnp.zeros(h.shape[:2], h.dtype)
     rows = _TokenRows(state=h, acc=jnp.zeros_like(h), live=mask, cum=zeros,
                       steps=jnp.zeros(h.shape[:2], jnp.int32),
@@ -577,13 +644,13 @@ def _example_rows(h, y_shape, spec: _Spec) -> _ExampleRows:
       steps=jnp.zeros((batch,), jnp.int32))
 
 
-def _uniforms(spec: _Spec, key, batch: int, dtype):
+def _uniforms(spec: _Spec, key, batch: int, dtype, caller: str):
   """The draws of P5's Bernoulli halting, one per example and step."""
   if spec.inference != 'sample':
     return None
   if key is None:
-    raise ValueError("per_example(inference='sample').apply: key is None; "
-                     'pass key=... (halting is sampled from it).')
+    raise ValueError(f"{caller}: key is None; pass key=... (inference="
+                     "'sample' samples the halting from it).")
   return jax.random.uniform(jax.random.fold_in(key, _HALT_STREAM),
                             (batch, spec.max_depth), dtype)
 
@@ -616,6 +683,7 @@ def per_example(
     loop: loops.LoopConfig | str = loops.LoopConfig(),
     kernel_init: Any = utils.default_kernel_init,
     param_dtype: Any = None,
+    dtype: Any = None,
 ) -> Depth:
   r"""Halting per example over a pooled state: PonderNet (or ACT) depth.
 
@@ -678,6 +746,7 @@ def per_example(
     loop: a :class:`vcrnn_jax.loops.LoopConfig` or its ``kind``.
     kernel_init: initialiser of ``w_lambda`` (LeCun normal).
     param_dtype: the halting unit's dtype; None: the block params'.
+    dtype: the computation dtype, as for :func:`per_token`.
 
   Returns:
     A :class:`Depth`; ``apply`` returns the state passed on (padded
@@ -695,15 +764,17 @@ def per_example(
     halting_bias = (_PONDER if spec.rule == 'pondernet'
                     else _ACT).halting_bias
   loop = loops.as_loop_config(loop)
+  dtype = check_dtype('dtype', dtype, optional=True)
 
-  def apply(params, h, mask=None, *, key=None, extra=None):
-    h, mask = _prepare('per_example', params, h, mask, extra)
-    _check_block('per_example', block, 'block', params['block'], h, mask,
-                 extra, key, same_shape=True)
+  def apply(params, h, mask=None, *, key=None, extra=None,
+            caller='per_example.apply'):
+    params, h, mask = _prepare(caller, params, h, mask, extra, dtype)
+    _check_block(caller, block, 'block', params['block'], h, mask, extra,
+                 key, same_shape=True)
     y_shape = None if readout is None else _check_block(
-        'per_example', readout, 'readout', params['block'], h, mask, extra,
-        key, same_shape=False)
-    uniforms = _uniforms(spec, key, h.shape[0], h.dtype)
+        caller, readout, 'readout', params['block'], h, mask, extra, key,
+        same_shape=False)
+    uniforms = _uniforms(spec, key, h.shape[0], h.dtype, caller)
     final, taken = loops.halting_loop(
         functools.partial(_example_step, block, readout, spec),
         (params, key), (mask, extra, uniforms), _example_rows(h, y_shape, spec),

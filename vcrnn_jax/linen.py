@@ -58,6 +58,7 @@ from collections.abc import Callable, Sequence
 import functools
 import inspect
 import math
+import types
 from typing import Any
 
 import flax
@@ -71,6 +72,7 @@ from vcrnn_jax import (
   depth,
   loops,
   ponder,
+  registry,
   rehn,
   repeat,
   skip,
@@ -82,11 +84,11 @@ from vcrnn_jax.core import Cell, Context, as_context, select_rows
 __all__ = ['ACT', 'CellModule', 'EIREHN', 'Elman', 'GRU', 'LSTM',
            'PerExampleDepth', 'PerTokenDepth', 'PonderNet', 'RHN', 'RNN',
            'Repeat', 'SREHN', 'SRHN', 'Skip', 'Stack', 'VCGRU', 'VCRNN',
-           'call_with_context', 'elman_params_from_flax',
+           'call_with_context', 'check_block_call', 'elman_params_from_flax',
            'elman_params_to_flax', 'factory_options', 'flatten_batch',
            'lstm_params_from_flax', 'lstm_params_to_flax',
-           'lstm_state_from_flax', 'lstm_state_to_flax', 'restore_batch',
-           'simple_cell']
+           'lstm_state_from_flax', 'lstm_state_to_flax', 'module_for',
+           'restore_batch', 'simple_cell']
 
 Initializer = utils.Initializer
 # The factories' defaults, read from their signatures (declared once).
@@ -788,6 +790,115 @@ class Skip(_Wrapper):
     return state._replace(cell=self.cell.initialize_carry(rng, input_shape))
 
 
+class _Made(_Wrapper):
+  """The base of the modules :func:`module_for` makes from a registry row.
+
+  The carry is the wrapped module's (its ``carry_init`` and width rule
+  included) when the pure wrapper keeps its cell's state, as ACT, PonderNet
+  and Repeat-RNN do (the wrapper's ``initial_state`` is the cell's); else
+  the pure wrapper's initial state.
+  """
+
+  @nn.nowrap
+  def _keeps_cell_carry(self) -> bool:
+    inner = self.cell.make_cell()
+    return self._wrap(inner).initial_state is inner.initial_state
+
+  @nn.nowrap
+  def cell_for_carry(self, carry: Any) -> Cell:
+    if self._keeps_cell_carry():
+      return self._wrap(self.cell.cell_for_carry(carry))
+    return self.make_cell()
+
+  @nn.nowrap
+  def initialize_carry(self, rng, input_shape):
+    if self._keeps_cell_carry():
+      return self.cell.initialize_carry(rng, input_shape)
+    return super().initialize_carry(rng, input_shape)
+
+
+def module_for(entry: 'registry.Entry | str') -> type[CellModule]:
+  """The Linen module of a row of :data:`vcrnn_jax.registry.METHODS`.
+
+  The module the row names when this file has it (written here, or made at
+  import for a row of the table); otherwise, for a wrapper (the factory
+  takes ``cell`` first), a module made from the factory: a
+  :class:`CellModule` whose fields are ``cell`` (the module it wraps, as
+  for :class:`ACT`) and the factory's other arguments, in its order, with
+  its defaults (:class:`vcrnn_jax.registry.Entry`'s rule), and whose
+  params are the pure wrapper's. So a new wrapper needs no Linen code: its
+  row is its module. The module feeds the wrapped module's cell to the
+  factory and calls the pure wrapper; the carry is the wrapped module's
+  when the pure wrapper keeps its cell's state.
+
+  Args:
+    entry: a row (in the table or not) or the name of one in the table.
+
+  Returns:
+    The module class, named ``entry.module``.
+
+  Raises:
+    ValueError: a row with no module here that is not a wrapper.
+
+  Example:
+
+    >>> import jax, jax.numpy as jnp
+    >>> from vcrnn_jax import linen, registry
+    >>> module = linen.module_for('act')              # written here: linen.ACT
+    >>> module is linen.ACT
+    True
+    >>> row = registry.Entry(registry.METHODS['repeat'].factory, 'wrapper',
+    ...                      'Repeat-RNN again', 'MyRepeat', flagged=True)
+    >>> MyRepeat = linen.module_for(row)              # made from the factory
+    >>> cell = MyRepeat(linen.GRU(8), repetitions=2)
+    >>> carry = cell.initialize_carry(jax.random.key(0), (2, 3))
+    >>> variables = cell.init(jax.random.key(1), carry, jnp.ones((2, 3)))
+    >>> cell.apply(variables, carry, jnp.ones((2, 3)))[1].shape
+    (2, 8)
+  """
+  if isinstance(entry, str):
+    entry = _table_row(entry)
+  row = next((e for e in registry.METHODS.values()
+              if e.module == entry.module), None)
+  if row is not None and row.factory is entry.factory:
+    return globals()[entry.module]
+  return _make_module(entry)
+
+
+def _table_row(name: str) -> 'registry.Entry':
+  if name not in registry.METHODS:
+    raise ValueError(f'module_for: entry must be a registry.Entry or one of '
+                     f'{sorted(registry.METHODS)}, got {name!r}.')
+  return registry.METHODS[name]
+
+
+def _make_module(entry: 'registry.Entry') -> type[CellModule]:
+  """A :class:`_Made` module for the wrapper row ``entry`` (see
+  :func:`module_for`)."""
+  factory = entry.factory
+  rest, positional = registry.wrapper_arguments(entry, 'linen.module_for')
+  name = f'{factory.__module__}.{factory.__qualname__}'
+  annotations, namespace = {}, {}
+  for p in rest:
+    annotations[p.name] = (Any if p.annotation is inspect.Parameter.empty
+                           else p.annotation)
+    if p.default is not inspect.Parameter.empty:
+      namespace[p.name] = p.default
+
+  def _wrap(self, cell: Cell) -> Cell:
+    return factory(cell, *(getattr(self, n) for n in positional),
+                   **factory_options(self, factory))
+
+  namespace.update(
+      __annotations__=annotations, __module__=__name__,
+      __qualname__=entry.module, _wrap=nn.nowrap(_wrap),
+      __doc__=(f':func:`{name}` around another module\'s cell (made from its '
+               'registry row by :func:`module_for`): the fields are '
+               '``cell`` and the factory\'s arguments, with its defaults.'))
+  return types.new_class(entry.module, (_Made,), {},
+                         lambda ns: ns.update(namespace))
+
+
 class RNN(nn.Module):
   """Runs a :class:`CellModule` over time, honouring ``seq_lengths``.
 
@@ -942,6 +1053,40 @@ def call_with_context(fn: Callable[..., Any], h: Any,
   return fn(h)
 
 
+def check_block_call(owner: str, fn: Callable[..., Any], name: str) -> None:
+  """A one-line ``ValueError`` unless :func:`call_with_context` can call ``fn``.
+
+  ``fn`` is called with ``h`` alone, or with ``context=`` too when it has a
+  parameter of that name: any other parameter without a default (a block
+  written as ``__call__(self, h, mask)``) would be a bare ``TypeError``
+  inside the loop. The message names the fix: call the second parameter
+  ``context`` and read ``context.mask``.
+
+  Args:
+    owner: the module or function the error names (``'PerTokenDepth'``).
+    fn: the block's bound ``__call__`` or readout.
+    name: what ``fn`` is, for the message (``'Block.__call__'``).
+
+  Raises:
+    ValueError: ``fn`` needs an argument the depth loop does not give.
+  """
+  params = list(inspect.signature(fn).parameters.values())
+  needed = [p.name for p in params[1:]
+            if p.default is inspect.Parameter.empty and p.name != 'context'
+            and p.kind not in (inspect.Parameter.VAR_POSITIONAL,
+                               inspect.Parameter.VAR_KEYWORD)]
+  if not params:
+    raise ValueError(f'{owner}: {name}() must take h, the state '
+                     '[batch, time, features].')
+  if needed:
+    taken = ', '.join(p.name for p in params)
+    raise ValueError(
+        f'{owner}: {name}({taken}) cannot be called as the depth loop calls '
+        f'it, with h alone, or with context= when it has a parameter of '
+        f'that name (a depth.BlockContext: mask, step, key, extra); name '
+        f'its parameter {needed[0]!r} context and read context.mask.')
+
+
 def _bound(module: Any, method: str | Callable[..., Any]) -> Callable:
   """``module``'s method ``method`` (a name), or ``method`` bound to
   ``module`` (a function ``(module, h, ...)``, as Linen's ``method=``)."""
@@ -950,7 +1095,7 @@ def _bound(module: Any, method: str | Callable[..., Any]) -> Callable:
   return functools.partial(method, module)
 
 
-def _first_context(owner: str, h: jax.Array, mask: Any, extra: Any,
+def _first_context(caller: str, h: jax.Array, mask: Any, extra: Any,
                   key: jax.Array | None) -> depth.BlockContext:
   """The :class:`~vcrnn_jax.depth.BlockContext` of depth step 0.
 
@@ -959,7 +1104,7 @@ def _first_context(owner: str, h: jax.Array, mask: Any, extra: Any,
   the block exists, so the shapes are checked here, in one line each).
 
   Args:
-    owner: the module the errors name.
+    caller: the function the errors name.
     h: ``[batch, time, features]``.
     mask: ``[batch, time]`` bool, or None (no padding).
     extra: the ``extra`` of the call.
@@ -970,13 +1115,13 @@ def _first_context(owner: str, h: jax.Array, mask: Any, extra: Any,
     The context.
   """
   if h.ndim != 3:
-    raise ValueError(f'{owner}: h must be [batch, time, features], got '
+    raise ValueError(f'{caller}: h must be [batch, time, features], got '
                      f'shape {tuple(h.shape)}.')
   if mask is None:
     mask = jnp.ones(h.shape[:2], bool)
   elif tuple(jnp.shape(mask)) != h.shape[:2]:
-    raise ValueError(f'{owner}: mask must be [batch, time] = {h.shape[:2]}, '
-                     f'got shape {tuple(jnp.shape(mask))}.')
+    raise ValueError(f'{caller}: mask must be [batch, time] = '
+                     f'{h.shape[:2]}, got shape {tuple(jnp.shape(mask))}.')
   key = None if key is None else jax.random.fold_in(key, 0)
   return depth.BlockContext(mask=jnp.asarray(mask, bool),
                             step=jnp.zeros((), jnp.int32), key=key,
@@ -1007,6 +1152,9 @@ class _Depth(nn.Module):
           getattr(self.block.module, method, None)):
         raise ValueError(f'{owner}: the block {kind} has no method '
                          f'{method!r}.')
+      label = method if isinstance(method, str) else method.__name__
+      check_block_call(owner, _bound(self.block.module, method),
+                       f'{kind}.{label}')
     self.make_depth()   # the settings' one-line errors, at construction
 
   @nn.nowrap
@@ -1091,17 +1239,33 @@ class _Depth(nn.Module):
       ``(h, output)`` as the pure ``apply``.
     """
     h = jnp.asarray(h)
+    caller = (f'{type(self).__name__}.'
+              f'{"init" if self.is_initializing() else "apply"}')
+    self._check_width(caller, h)
     if key is None and not deterministic:
       key = self.make_rng('dropout')
     model = self.make_depth(deterministic)
-    first = lambda: _first_context(type(self).__name__, h, mask, extra,
+    first = lambda: _first_context(caller, h, mask, extra,
                                   None if deterministic else key)
     block_params = self.param(
         'block', lambda rng: self._init_block(rng, first(), h))
     halting = self.param('halting', lambda rng: model.init(
         rng, h.shape[-1], block_params)['halting'])
     return model.apply({'block': block_params, 'halting': halting}, h, mask,
-                       key=key, extra=extra)
+                       key=key, extra=extra, caller=caller)
+
+  @nn.nowrap
+  def _check_width(self, caller: str, h: jax.Array) -> None:
+    """A one-line error where ``h`` is not as wide as the params' ``h``
+    (before Flax compares the block's params with their initialiser's)."""
+    if h.ndim != 3 or not self.has_variable('params', 'halting'):
+      return
+    width = self.get_variable('params', 'halting')['kernel'].shape[0]
+    if h.shape[-1] != width:
+      raise ValueError(
+          f'{caller}: h has {h.shape[-1]} features, the params were '
+          f'initialised for {width}; call it with h of {width} features, '
+          f'or init it on h of {h.shape[-1]}.')
 
 
 class PerTokenDepth(_Depth):
@@ -1137,6 +1301,15 @@ class PerTokenDepth(_Depth):
   ``deterministic=context.key is None``. With ``deterministic=True`` (the
   default) the block gets no key.
 
+  **Widths, dtypes, errors.** The params are made for the width of the
+  ``h`` given to ``init``; another width is a one-line error before Flax
+  compares the block's params. It computes in ``dtype`` (None: the halting
+  unit's param dtype, which follows the block's, with a warning when ``h``
+  is another float; ``per_token``'s ``dtype``). A block's ``__call__`` that
+  needs an argument other than ``h`` and ``context`` is refused when the
+  module is built (:func:`check_block_call`). Errors and warnings name the
+  call, ``PerTokenDepth.init`` or ``PerTokenDepth.apply``.
+
   Example:
 
     >>> import jax, jax.numpy as jnp
@@ -1164,6 +1337,7 @@ class PerTokenDepth(_Depth):
   loop: loops.LoopConfig | str = _PER_TOKEN.loop
   kernel_init: Initializer = _PER_TOKEN.kernel_init
   param_dtype: Any = _PER_TOKEN.param_dtype
+  dtype: Any = _PER_TOKEN.dtype
 
   @nn.nowrap
   def _make(self, block: Callable, readout: Callable | None) -> depth.Depth:
@@ -1220,6 +1394,7 @@ class PerExampleDepth(_Depth):
   loop: loops.LoopConfig | str = _PER_EXAMPLE.loop
   kernel_init: Initializer = _PER_EXAMPLE.kernel_init
   param_dtype: Any = _PER_EXAMPLE.param_dtype
+  dtype: Any = _PER_EXAMPLE.dtype
 
   @nn.nowrap
   def _methods(self) -> tuple:
@@ -1288,3 +1463,12 @@ def lstm_state_from_flax(carry: tuple[jax.Array, jax.Array]) -> cells.LSTMState:
   """flax's ``(c, h)`` carry -> :class:`vcrnn_jax.cells.LSTMState`."""
   c, h = carry
   return cells.LSTMState(c=c, h=h)
+
+
+# The table's wrappers that have no module written above: made from their
+# rows, so that ``linen.<module>`` is every row's module.
+for _row in registry.METHODS.values():
+  if _row.module not in globals():
+    globals()[_row.module] = _make_module(_row)
+    __all__.append(_row.module)
+del _row

@@ -136,7 +136,9 @@ Example, an ACT-LSTM trained on 4-bit parity with ``nnx.Optimizer``
 
 from collections.abc import Callable, Mapping, Sequence
 import functools
+import inspect
 import math
+import types
 from types import MappingProxyType
 from typing import Any
 
@@ -151,6 +153,7 @@ from vcrnn_jax import (
   linen,
   loops,
   ponder,
+  registry,
   rehn,
   repeat,
   skip,
@@ -196,7 +199,7 @@ __all__ = ['ACT', 'CellModule', 'EIREHN', 'Elman', 'GRU', 'LSTM',
            'Repeat', 'SREHN', 'SRHN', 'Skip', 'Stack', 'Step', 'VCGRU',
            'VCRNN', 'elman_params_from_flax', 'elman_params_to_flax',
            'from_params', 'lstm_params_from_flax', 'lstm_params_to_flax',
-           'set_step', 'to_params']
+           'module_for', 'set_step', 'to_params']
 
 
 class Step(nnx.Variable):
@@ -1078,26 +1081,35 @@ class Stack(CellModule):
                                     carry_init) for m in self.layers)
 
 
+def _check_flagged(owner: str, cell: Any) -> None:
+  """``cell`` is a module that can read an input plus the first-step flag."""
+  _check_module(owner, cell)
+  if cell.in_features < 2:
+    raise ValueError(
+        f'{owner}: the wrapped cell reads the input plus the first-step '
+        f'flag, so it needs in_features >= 2 (input + 1), got '
+        f'{cell.in_features}.')
+
+
+def _flag_hint(owner: str, cell: 'CellModule', got: tuple) -> str:
+  """What an input-width error adds for a wrapper that appends the flag."""
+  width = cell.in_features
+  build = f'; for {got[0]} features build it with in_features={got[0] + 1}'
+  return (f' ({owner} appends a first-step flag to its input, so the '
+          f'wrapped cell, built with in_features={width}, reads '
+          f'{width - 1} features{build if got else ""})')
+
+
 class _Flagged(CellModule):
   """A wrapper that feeds its cell ``[x; flag]`` (ACT's Eq. 3): the cell is
   built for one input more than the wrapper reads. Its carry is the
   cell's."""
 
   def _check_flagged(self, cell: Any) -> None:
-    owner = type(self).__name__
-    _check_module(owner, cell)
-    if cell.in_features < 2:
-      raise ValueError(
-          f'{owner}: the wrapped cell reads the input plus the first-step '
-          f'flag, so it needs in_features >= 2 (input + 1), got '
-          f'{cell.in_features}.')
+    _check_flagged(type(self).__name__, cell)
 
   def _input_hint(self, got: tuple) -> str:
-    cell = self.cell.in_features
-    build = f'; for {got[0]} features build it with in_features={got[0] + 1}'
-    return (f' ({type(self).__name__} appends a first-step flag to its '
-            f'input, so the wrapped cell, built with in_features={cell}, '
-            f'reads {cell - 1} features{build if got else ""})')
+    return _flag_hint(type(self).__name__, self.cell, got)
 
   def _uses_key(self) -> bool:
     return self.cell._uses_key()  # pylint: disable=protected-access
@@ -1301,6 +1313,150 @@ class Skip(CellModule):
       self.hard = hard
 
 
+class _Made(CellModule):
+  """The base of the modules :func:`module_for` makes from a registry row.
+
+  The subclass sets ``_factory`` (a staticmethod), ``_positional`` (the
+  factory's positional arguments after ``cell``), ``_flagged`` (the row's)
+  and ``_signature`` (the factory's); the wrapped module is ``self.cell``
+  (the pure params' ``'cell'`` entry). Its dropout and training step reach
+  it through this module's context. The carry is the wrapped module's when
+  the pure wrapper keeps its cell's state (ACT, PonderNet, Repeat-RNN), else
+  the pure wrapper's initial state.
+  """
+
+  _factory: Callable[..., Cell]
+  _positional: tuple[str, ...] = ()
+  _flagged: bool = False
+  _signature: inspect.Signature
+
+  def __init__(self, cell: CellModule, *args: Any,
+               deterministic: bool = False, rngs: nnx.Rngs | None = None,
+               **options: Any):
+    owner = type(self).__name__
+    try:
+      bound = self._signature.bind(cell, *args, **options)
+    except TypeError as e:
+      raise TypeError(f'{owner}.__init__() {e}') from None
+    bound.apply_defaults()
+    (_check_flagged if self._flagged else _check_module)(owner, cell)
+    self.cell = cell
+    for name, value in list(bound.arguments.items())[1:]:
+      setattr(self, name, value)
+    self._setup(cell.in_features - self._flagged, rngs, deterministic,
+                wrapped=['cell'])
+
+  def _wrap(self, cell: Cell) -> Cell:
+    return self._factory(cell, *(getattr(self, n) for n in self._positional),
+                         **factory_options(self, self._factory))
+
+  def make_cell(self) -> Cell:
+    return self._wrap(self.cell.make_cell())
+
+  def _uses_key(self) -> bool:
+    return self.cell._uses_key()  # pylint: disable=protected-access
+
+  def _step_variable(self) -> Step | None:
+    return self.cell._step_variable()  # pylint: disable=protected-access
+
+  def _input_hint(self, got: tuple) -> str:
+    if not self._flagged:
+      return ''
+    return _flag_hint(type(self).__name__, self.cell, got)
+
+  def initialize_carry(self, input_shape: tuple,
+                       rngs: nnx.Rngs | nnx.RngStream | None = None,
+                       carry_init: Initializer | None = None) -> Any:
+    inner = self.cell.make_cell()
+    if self._wrap(inner).initial_state is inner.initial_state:
+      return self.cell.initialize_carry(input_shape, rngs, carry_init)
+    return super().initialize_carry(input_shape)
+
+
+def module_for(entry: 'registry.Entry | str') -> type[CellModule]:
+  """The NNX module of a row of :data:`vcrnn_jax.registry.METHODS`.
+
+  :func:`vcrnn_jax.linen.module_for`'s rule: the module the row names when
+  this file has it (written here, or made at import for a row of the
+  table), otherwise, for a wrapper, a module made from the factory. That
+  one is built as ``Module(cell, *args, deterministic=False, rngs=None,
+  **options)``: ``cell`` the module it wraps (built with ``in_features +
+  1`` inputs for a ``flagged`` row, as for :class:`ACT`; the module then
+  reads one feature fewer), the factory's other arguments under their
+  names, with its defaults (:class:`vcrnn_jax.registry.Entry`'s rule), and
+  ``rngs`` to draw the params the wrapper adds. Its params are the pure
+  wrapper's (the wrapped module's under ``cell``). A method that draws
+  from ``context.key`` itself (PonderNet's ``inference='sample'``) is given
+  its key with the call, ``module(carry, x, Context(key=...))``: the module
+  draws a key of its own only where the wrapped module draws dropout.
+
+  Args:
+    entry: a row (in the table or not) or the name of one in the table.
+
+  Returns:
+    The module class, named ``entry.module``.
+
+  Raises:
+    ValueError: a row with no module here that is not a wrapper.
+
+  Example:
+
+    >>> import jax.numpy as jnp
+    >>> from flax import nnx
+    >>> from vcrnn_jax import nnx as vnnx, registry
+    >>> vnnx.module_for('act') is vnnx.ACT          # written here
+    True
+    >>> row = registry.Entry(registry.METHODS['repeat'].factory, 'wrapper',
+    ...                      'Repeat-RNN again', 'MyRepeat', flagged=True)
+    >>> MyRepeat = vnnx.module_for(row)             # made from the factory
+    >>> rngs = nnx.Rngs(0)
+    >>> cell = MyRepeat(vnnx.GRU(3 + 1, 8, rngs=rngs), repetitions=2)
+    >>> vnnx.RNN(cell)(jnp.ones((2, 5, 3))).shape
+    (2, 5, 8)
+  """
+  if isinstance(entry, str):
+    if entry not in registry.METHODS:
+      raise ValueError(f'module_for: entry must be a registry.Entry or one '
+                       f'of {sorted(registry.METHODS)}, got {entry!r}.')
+    entry = registry.METHODS[entry]
+  row = next((e for e in registry.METHODS.values()
+              if e.module == entry.module), None)
+  if row is not None and row.factory is entry.factory:
+    return globals()[entry.module]
+  return _make_module(entry)
+
+
+def _make_module(entry: 'registry.Entry') -> type[CellModule]:
+  """A :class:`_Made` module for the wrapper row ``entry``."""
+  factory = entry.factory
+  _, positional = registry.wrapper_arguments(entry, 'nnx.module_for')
+  signature = inspect.signature(factory)
+
+  def __init__(self, *args, **kwargs):
+    _Made.__init__(self, *args, **kwargs)
+
+  kind = inspect.Parameter.KEYWORD_ONLY
+  cell, *rest = signature.parameters.values()
+  __init__.__signature__ = signature.replace(
+      parameters=[inspect.Parameter('self', inspect.Parameter.POSITIONAL_ONLY),
+                  cell.replace(annotation=CellModule), *rest,
+                  inspect.Parameter('deterministic', kind, default=False,
+                                    annotation=bool),
+                  inspect.Parameter('rngs', kind, default=None,
+                                    annotation=nnx.Rngs | None)],
+      return_annotation=None)
+  name = f'{factory.__module__}.{factory.__qualname__}'
+  namespace = dict(
+      __init__=__init__, __module__=__name__, __qualname__=entry.module,
+      _factory=staticmethod(factory), _positional=positional,
+      _flagged=bool(entry.flagged), _signature=signature,
+      __doc__=(f':func:`{name}` around another module (made from its '
+               'registry row by :func:`module_for`): the arguments are '
+               '``cell`` and the factory\'s, with its defaults.'))
+  return types.new_class(entry.module, (_Made,), {},
+                         lambda ns: ns.update(namespace))
+
+
 # ----------------------------------------------------------------------------
 # Running a module over time.
 
@@ -1447,11 +1603,17 @@ class _Depth(nnx.Module):
     self.block = block
     for name in utils.keyword_options(self._factory):
       setattr(self, self._renamed.get(name, name), options[name])
+    kind = type(block).__name__
     readout = getattr(self, 'readout', None)
     if isinstance(readout, str) and not callable(getattr(block, readout,
                                                          None)):
-      raise ValueError(f'{owner}: the block {type(block).__name__} has no '
-                       f'method {readout!r}.')
+      raise ValueError(f'{owner}: the block {kind} has no method '
+                       f'{readout!r}.')
+    for method in ('__call__',) + (() if readout is None else (readout,)):
+      label = method if isinstance(method, str) else method.__name__
+      linen.check_block_call(
+          owner, getattr(block, method) if isinstance(method, str)
+          else functools.partial(method, block), f'{kind}.{label}')
     self.features = check_positive_int('features', features)
     self.deterministic = bool(deterministic)
     self.rngs = _own_stream(rngs, owner)
@@ -1511,10 +1673,18 @@ class _Depth(nnx.Module):
     Returns:
       ``(h, output)`` as the pure ``apply``.
     """
+    owner = type(self).__name__
+    h = jnp.asarray(h)
+    if h.ndim == 3 and h.shape[-1] != self.features:
+      raise ValueError(
+          f'{owner}: h has {h.shape[-1]} features, the module was built '
+          f'with features={self.features}; build it with '
+          f'features={h.shape[-1]} (and a block of that width).')
     if key is None and not self.deterministic:
       key = self.rngs()
-    return self.make_depth().apply(to_params(self), h, mask, key=key,
-                                   extra=extra)
+    params = {'block': {}, **to_params(self)}   # a block without params
+    return self.make_depth().apply(params, h, mask, key=key, extra=extra,
+                                   caller=owner)
 
   def set_view(self, deterministic: bool | None = None) -> None:
     """What ``nnx.view(model, deterministic=...)`` sets (flax >= 0.12)."""
@@ -1556,6 +1726,13 @@ class PerTokenDepth(_Depth):
   reseeded from ``fold_in(key, n)``, which is also ``context.key``, so an
   ``nnx.Dropout(rate, rngs=rngs)`` inside the block works as it is.
 
+  **Widths, dtypes, errors.** An ``h`` of another width than ``features``
+  is a one-line error naming the module; it computes in ``dtype`` as
+  :func:`vcrnn_jax.depth.per_token` does (None: the halting unit's param
+  dtype, with a warning when ``h`` is another float); a block that needs
+  an argument other than ``h`` and ``context`` is refused at construction
+  (:func:`vcrnn_jax.linen.check_block_call`).
+
   Example:
 
     >>> import jax, jax.numpy as jnp
@@ -1588,6 +1765,7 @@ class PerTokenDepth(_Depth):
       loop: loops.LoopConfig | str = _PER_TOKEN.loop,
       kernel_init: Initializer = _PER_TOKEN.kernel_init,
       param_dtype: Any = _PER_TOKEN.param_dtype,
+      dtype: Any = _PER_TOKEN.dtype,
       deterministic: bool = False, rngs: nnx.Rngs):
     self._setup(block, features, locals(), deterministic, rngs)
 
@@ -1645,6 +1823,7 @@ class PerExampleDepth(_Depth):
       loop: loops.LoopConfig | str = _PER_EXAMPLE.loop,
       kernel_init: Initializer = _PER_EXAMPLE.kernel_init,
       param_dtype: Any = _PER_EXAMPLE.param_dtype,
+      dtype: Any = _PER_EXAMPLE.dtype,
       deterministic: bool = False, rngs: nnx.Rngs):
     self._setup(block, features, locals(), deterministic, rngs)
 
@@ -1690,3 +1869,12 @@ def elman_params_from_flax(flax_params: Any) -> dict:
 
 
 _NNX_GATE_NAMES = {'if': 'if_'}
+
+
+# The table's wrappers that have no module written above: made from their
+# rows, so that ``nnx.<module>`` is every row's module.
+for _row in registry.METHODS.values():
+  if _row.module not in globals():
+    globals()[_row.module] = _make_module(_row)
+    __all__.append(_row.module)
+del _row

@@ -6,8 +6,9 @@ pieces here are what :func:`vcrnn_jax.act.adaptive`,
 as pure functions and ``NamedTuple`` s, so a new halting method is its own
 maths plus a call:
 
-* the input of a ponder step, :func:`with_step_flag` (ACT's Eq. 3), checked
-  and cast by :func:`check_input`, and the rows that really compute,
+* ACT's settings checked, :func:`check_act_settings`; the input of a ponder
+  step, :func:`with_step_flag` (ACT's Eq. 3), checked and cast by
+  :func:`check_input`, and the rows that really compute,
   :func:`active_rows`;
 * the params of the readout and halting units, :func:`init_params` (built
   from :func:`dense_params`), and the cell's output width,
@@ -62,6 +63,7 @@ from vcrnn_jax.core import (
   Context,
   InputSizeError,
   cell_output,
+  check_cell,
   check_positive_int,
   field_docs,
   param_dtype_of,
@@ -76,6 +78,7 @@ __all__ = [
     'act_step',
     'active_rows',
     'cell_step',
+    'check_act_settings',
     'check_input',
     'dense',
     'dense_params',
@@ -169,6 +172,33 @@ def check_input(owner: str, x: jax.Array, dtype: Any) -> jax.Array:
     raise ValueError(f'{owner}.apply: x must be [batch, input_size], got '
                      f'shape {tuple(x.shape)}.')
   return utils.cast(x, dtype)
+
+
+def check_act_settings(owner: str, cell: Any, output_size: Any,
+                       max_steps: Any, epsilon: Any) -> tuple[Any, int]:
+  """ACT's settings checked, as a method on ACT's halting takes them.
+
+  Args:
+    owner: the factory's name, for the errors (``'act.adaptive'``).
+    cell: the wrapped cell.
+    output_size: the readout's width, a positive integer, or None (no
+      readout).
+    max_steps: ``M`` of Eq. 13, a positive integer.
+    epsilon: ``epsilon`` of Eq. 7, in ``(0, 1)``.
+
+  Returns:
+    ``(output_size, max_steps)`` as Python ints (``output_size`` None kept).
+
+  Raises:
+    ValueError: one line naming the argument, its value and what is allowed.
+  """
+  check_cell(owner, cell)
+  if output_size is not None:
+    output_size = check_positive_int('output_size', output_size)
+  max_steps = check_positive_int('max_steps', max_steps)
+  if not 0.0 < epsilon < 1.0:
+    raise ValueError(f'epsilon must be in (0, 1), got {epsilon!r}.')
+  return output_size, max_steps
 
 
 def active_rows(context: Context, batch_shape: tuple) -> jax.Array:

@@ -10,10 +10,11 @@ its binaries keep.
 
 :data:`METHODS` holds one :class:`Entry` per method: its pure factory, its
 family, a one-line summary, the name of its module in :mod:`vcrnn_jax.linen`
-and :mod:`vcrnn_jax.nnx` (the same name in both), and a small instance for
-the tests. The binaries' ``--cell`` flags take the cells (:func:`names`), the
-family comparison its wrappers (``names('wrapper')``), and the tests build
-every row in all three APIs.
+and :mod:`vcrnn_jax.nnx` (the same name in both), a small instance for the
+tests and what its per-step output reports (:class:`Reports`). The binaries'
+``--cell`` flags take the cells (:func:`names`), the family comparison its
+pondering wrappers (:mod:`vcrnn_jax.papers.family.parity`), and the tests
+build every row in all three APIs.
 
 **Adding a method is adding a row.** A row needs:
 
@@ -23,9 +24,12 @@ every row in all three APIs.
   ``layers``;
 * ``family``: a cell family (:data:`CELL_FAMILIES`), ``'wrapper'`` or
   ``'stack'``;
-* ``module``: the name of its ``CellModule`` in both :mod:`vcrnn_jax.linen`
-  and :mod:`vcrnn_jax.nnx` (a name, not the class: those modules import this
-  one), which takes the factory's options under the same names;
+* ``module``: the name of its module in both :mod:`vcrnn_jax.linen` and
+  :mod:`vcrnn_jax.nnx` (a name, not the class: those modules import this
+  one). For a wrapper with no class of that name there, both make one from
+  the factory (:func:`vcrnn_jax.linen.module_for`,
+  :func:`vcrnn_jax.nnx.module_for`), so a new wrapper needs no Flax code;
+  a class written by hand follows :class:`Entry`'s rule for its defaults;
 * ``example``: keyword options of a small instance that differ from the
   defaults, so that the tests see them reach the cell, with the same names
   in the factory (through :func:`build_cell` for a cell), the Linen fields
@@ -35,7 +39,11 @@ every row in all three APIs.
   stack, the rows of its layers;
 * ``flagged``: whether the wrapped cell reads the input plus ACT's
   first-step flag, one feature more than the wrapper (an NNX module of that
-  cell is built with ``in_features + 1``).
+  cell is built with ``in_features + 1``); the wrappers that do ponder each
+  input, and the family comparison runs them;
+* ``reports``: which fields of its per-step output hold the steps it
+  computed and its ponder cost (:class:`Reports`), which the family
+  comparison trains and reports with.
 
 ``tests/test_registry.py`` fails when a public factory of the package or a
 Linen or NNX module has no row, and the tests of the three APIs iterate over
@@ -51,8 +59,8 @@ keyword options of its factory, refusing an option the factory does not take
 True
 >>> registry.canonical('rnn')
 'elman'
->>> registry.names('wrapper')
-('act', 'pondernet', 'repeat', 'skip')
+>>> {'act', 'pondernet', 'repeat', 'skip'} <= set(registry.names('wrapper'))
+True
 >>> registry.METHODS['act'].module
 'ACT'
 >>> registry.build_cell('gru', 20, max_depth=10)
@@ -72,6 +80,7 @@ from vcrnn_jax.core import Cell, check_positive_int
 
 __all__ = [
     'Entry',
+    'Reports',
     'METHODS',
     'CELLS',
     'CELL_FAMILIES',
@@ -81,6 +90,7 @@ __all__ = [
     'names',
     'options',
     'build_cell',
+    'wrapper_arguments',
 ]
 
 # The families of the cells, which --cell takes: the baselines, the
@@ -90,8 +100,44 @@ CELL_FAMILIES = ('baseline', 'rhn', 'elastic', 'vc')
 
 
 @dataclasses.dataclass(frozen=True)
+class Reports:
+  """What a method's per-step output reports, by the names of its fields.
+
+  Read by what compares methods (the family comparison's training loss and
+  its steps per input) rather than a list of method names, so a new method
+  is reported once its row says this.
+
+  Attributes:
+    steps: the field holding the steps computed on each input, ``[batch]``
+      (ACT's and PonderNet's ``steps``, N(t); the elastic cells' ``depth``;
+      Skip-RNN's 0/1 ``update``); None: a fixed number, ``fixed_steps``.
+    ponder: the field holding a differentiable ponder cost, ``[batch]``, that
+      a loss adds ``tau`` times (ACT's Eq. 12). It is called ``ponder``, as
+      :func:`vcrnn_jax.act.ponder_cost` reads it; None: no such cost (a
+      method with a halting distribution trains on PonderNet's P3 instead).
+    fixed_steps: the factory option that gives the steps on every input of
+      a method whose ``steps`` is None (Repeat-RNN's ``repetitions``); None:
+      one step.
+  """
+  steps: str | None = None
+  ponder: str | None = None
+  fixed_steps: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
 class Entry:
   """One method of the table (the module docstring says what each needs).
+
+  **The rule for a Flax module's defaults.** The module ``module`` names in
+  :mod:`vcrnn_jax.linen` and :mod:`vcrnn_jax.nnx` takes every argument of
+  the factory under the same name (Linen: a field; NNX: a constructor
+  argument), and where the factory has a default, the module's default is
+  that default, the same object: read it from the factory's signature
+  (``utils.defaults(factory).max_steps``), never restate it, so that one
+  setting has one default across the three APIs
+  (``tests/test_flax_dropin.py`` checks it for every row). The modules that
+  :func:`vcrnn_jax.linen.module_for` and :func:`vcrnn_jax.nnx.module_for`
+  make for a wrapper follow it by construction.
 
   Attributes:
     factory: the public pure factory.
@@ -99,13 +145,15 @@ class Entry:
       ``'stack'``.
     summary: one line for ``--help`` and the docs.
     module: the name of its module in :mod:`vcrnn_jax.linen` and
-      :mod:`vcrnn_jax.nnx`.
+      :mod:`vcrnn_jax.nnx` (written there, or made there from the factory
+      for a wrapper).
     example: the keyword options of a small instance for the tests.
     wraps: the rows the example wraps: one for a wrapper, the layers for a
       stack, none for a cell.
     flagged: the wrapped cell reads the input plus ACT's first-step flag.
     build: ``(hidden_size, **options) -> Cell`` where ``factory`` takes more
       positional arguments than ``hidden_size`` (None: ``factory``).
+    reports: what its per-step output reports (:class:`Reports`).
   """
   factory: Callable[..., Cell]
   family: str
@@ -115,6 +163,7 @@ class Entry:
   wraps: tuple[str, ...] = ()
   flagged: bool = False
   build: Callable[..., Cell] | None = None
+  reports: Reports = Reports()
 
   @property
   def options(self) -> tuple[str, ...]:
@@ -176,11 +225,12 @@ METHODS: dict[str, Entry] = {
                   build=_srhn),
     'srehn': Entry(rehn.srehn, 'elastic', 'shared RHN with elastic depth',
                    'SREHN', example={'max_depth': 3, 'loop': 'scan'},
-                   build=_srehn),
+                   build=_srehn, reports=Reports(steps='depth')),
     'ei_rehn': Entry(rehn.ei_rehn, 'elastic',
                      'early-improving recurrent elastic highway network',
                      'EIREHN', example={'max_depth': 3, 'hyper_size': 2,
-                                        'loop': 'scan'}, build=_ei_rehn),
+                                        'loop': 'scan'}, build=_ei_rehn,
+                     reports=Reports(steps='depth')),
     'vcrnn': Entry(vc.vcrnn, 'vc', 'variable computation Elman RNN', 'VCRNN',
                    example={'sharpness': 2.0, 'block_sizes': 2}),
     'vcgru': Entry(vc.vcgru, 'vc', 'variable computation GRU', 'VCGRU',
@@ -191,19 +241,23 @@ METHODS: dict[str, Entry] = {
                  'Adaptive Computation Time (Graves 2016)', 'ACT',
                  example={'output_size': 2, 'max_steps': 3,
                           'halting_bias': 0.0, 'loop': 'scan'},
-                 wraps=('lstm',), flagged=True),
+                 wraps=('lstm',), flagged=True,
+                 reports=Reports(steps='steps', ponder='ponder')),
     'pondernet': Entry(ponder.pondernet, 'wrapper',
                        'PonderNet (Banino et al. 2021)', 'PonderNet',
                        example={'output_size': 2, 'max_steps': 3,
                                 'epsilon': 0.1, 'loop': 'scan'},
-                       wraps=('elman',), flagged=True),
+                       wraps=('elman',), flagged=True,
+                       reports=Reports(steps='steps')),
     'repeat': Entry(repeat.repeat, 'wrapper',
                     'Repeat-RNN: each input presented several times (Fojo '
                     'et al. 2018)', 'Repeat', example={'repetitions': 2},
-                    wraps=('lstm',), flagged=True),
+                    wraps=('lstm',), flagged=True,
+                    reports=Reports(fixed_steps='repetitions')),
     'skip': Entry(skip.skip, 'wrapper',
                   'Skip-RNN: a gate skips state updates (Campos et al. 2018)',
-                  'Skip', example={'update_bias': 0.5}, wraps=('gru',)),
+                  'Skip', example={'update_bias': 0.5}, wraps=('gru',),
+                  reports=Reports(steps='update')),
 }
 # The cells, what --cell takes and build_cell builds.
 CELLS: dict[str, Entry] = {n: e for n, e in METHODS.items()
@@ -264,3 +318,43 @@ def build_cell(name: str, hidden_size: int, **kwargs: Any) -> Cell:
         f'it takes {", ".join(e.options)}.')
   return (e.build or e.factory)(check_positive_int('hidden_size',
                                                    hidden_size), **kwargs)
+
+
+def wrapper_arguments(entry: Entry, owner: str
+                      ) -> tuple[tuple[inspect.Parameter, ...],
+                                 tuple[str, ...]]:
+  """The arguments of a wrapper row's factory besides ``cell``.
+
+  What a Flax module made from the row takes
+  (:func:`vcrnn_jax.linen.module_for`, :func:`vcrnn_jax.nnx.module_for`):
+  the same names, order and defaults.
+
+  Args:
+    entry: a row of the family ``'wrapper'``.
+    owner: the function the errors name.
+
+  Returns:
+    ``(parameters, positional)``: the factory's parameters after ``cell``,
+    and the names of those it takes by position (``output_size``).
+
+  Raises:
+    ValueError: the row is not a wrapper, its factory does not take
+      ``cell`` first, or a keyword option has no default (a module field
+      needs one).
+  """
+  params = tuple(inspect.signature(entry.factory).parameters.values())
+  if entry.family != 'wrapper' or not params or params[0].name != 'cell':
+    raise ValueError(
+        f'{owner}: only a wrapper (family \'wrapper\', factory taking cell '
+        f'first) has a module made from its row; {entry.module!r} is a '
+        f'{entry.family!r}: write its module by hand, as for the cells.')
+  rest = params[1:]
+  bare = [p.name for p in rest if p.kind is inspect.Parameter.KEYWORD_ONLY
+          and p.default is inspect.Parameter.empty]
+  if bare:
+    raise ValueError(f'{owner}: the keyword option {bare[0]!r} of '
+                     f'{entry.factory.__name__} has no default; a module '
+                     'made from a row needs one for each.')
+  positional = tuple(p.name for p in rest
+                     if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD)
+  return rest, positional

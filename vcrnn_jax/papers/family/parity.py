@@ -3,36 +3,51 @@ r"""RNN, ACT, Repeat-RNN and PonderNet on parity (PonderNet Sec. 3.1).
 :func:`parity_experiment` turns a method and a setting into an
 :class:`~vcrnn_jax.training.train.Experiment`, as
 :func:`vcrnn_jax.papers.act.tasks.task_experiment` does for ACT alone. All
-four methods wrap the same inner cell (:mod:`vcrnn_jax.registry`) of the same
-width and read one logit; only the wrapper and its loss differ. Each wrapper
-is its row of the registry's table of methods (its factory); what this
-comparison sets for it from :class:`ModelConfig` is one row of its own here,
-so another wrapper of the table joins the comparison with one row:
+methods wrap the same inner cell (:mod:`vcrnn_jax.registry`) of the same
+width and read one logit; only the wrapper and its loss differ. The methods
+(:data:`METHODS`) are the cell alone, ``'rnn'``, and every pondering wrapper
+of the registry's table (a row with ``flagged``: it presents each input
+several times), each built by its row's factory; what the comparison sets
+and reads comes from the row, so a new row joins it with nothing written
+here:
 
-* ``'rnn'``: the cell and a linear readout; loss: binary cross-entropy (BCE).
-* ``'act'``: :func:`vcrnn_jax.act.adaptive` (its own readout, ACT Eq. 4);
-  loss: BCE + ``tau`` * ponder cost N + R (ACT Eq. 11-12).
-* ``'repeat'``: :func:`vcrnn_jax.repeat.repeat` with ``rho`` presentations
-  (R1) and a linear readout; loss: BCE.
-* ``'pondernet'``: :func:`vcrnn_jax.ponder.pondernet`; loss:
-  :func:`~vcrnn_jax.ponder.reconstruction_loss` with BCE + ``beta`` *
-  :func:`~vcrnn_jax.ponder.kl_to_geometric` (P3) in the direction ``kl``:
-  ``'paper'``, KL(p || p_G), or ``'reverse'``, KL(p_G || p) as the public
-  reproductions compute it (they also unroll every row to N:
-  ``ponder_epsilon=0``). Evaluated with both halting rules of P5 on the
-  same params: the median (deterministic; ``accuracy``) and sampled
-  (``sample_accuracy``), with at most ``eval_max_steps`` steps (default: the
-  training ``max_steps``).
+* the factory's arguments come from :class:`ModelConfig` by name:
+  ``output_size=1`` (the method reads out itself; else the sequence model
+  adds a linear readout), ``max_steps`` (``eval_max_steps`` at evaluation
+  for a method that samples), ``repetitions`` (``rho``), ``inference``,
+  ``loop``; a method that reports a ponder cost (its row's
+  :class:`~vcrnn_jax.registry.Reports`) takes ACT's ``epsilon``
+  (``act_epsilon``) and ``halting_bias``, the others PonderNet's
+  ``ponder_epsilon``;
+* the loss: binary cross-entropy (BCE), plus ``tau`` times the ponder
+  cost for a method that reports one (ACT Eq. 11-12); a method whose
+  output is a halting distribution (:class:`vcrnn_jax.ponder.PonderOutput`)
+  trains on :func:`~vcrnn_jax.ponder.reconstruction_loss` with BCE +
+  ``beta`` * :func:`~vcrnn_jax.ponder.kl_to_geometric` (P3) in the
+  direction ``kl``: ``'paper'``, KL(p || p_G), or ``'reverse'``, KL(p_G ||
+  p) as the public reproductions compute it (they also unroll every row to
+  N: ``ponder_epsilon=0``);
+* a method whose factory takes ``inference`` (PonderNet) is evaluated with
+  both halting rules of P5 on the same params: the median (deterministic;
+  ``accuracy``) and sampled (``sample_accuracy``), with at most
+  ``eval_max_steps`` steps (default: the training ``max_steps``).
+
+The four of the paper: ``'rnn'``, the cell and a linear readout;
+``'act'``, :func:`vcrnn_jax.act.adaptive` (its own readout, ACT Eq. 4);
+``'repeat'``, :func:`vcrnn_jax.repeat.repeat` with ``rho`` presentations
+(R1) and a linear readout; ``'pondernet'``, :func:`vcrnn_jax.ponder.pondernet`.
 
 Settings (PonderNet Sec. 3.1; :data:`SETTINGS`): ``'interpolation'``: 64
 elements, 1-64 of them non-zero at training and test; ``'extrapolation'``: 96
 elements, 1-48 non-zero at training, 49-96 at test (read as: the number of
 non-zero elements is uniform on each range; :mod:`vcrnn_jax.tasks.parity`).
 
-Ponder, the steps an input costs, per method: ACT its ponder cost N + R
-(Eq. 10; ``steps`` is N); PonderNet the steps computed at inference (the
-halting step; in training the ``train_ponder`` metric is the expected
-halting step sum_n n p_n); Repeat-RNN ``rho``; the RNN 1. Compute per input
+Ponder, the steps an input costs, per method: its ponder cost where its
+row reports one (ACT: N + R, Eq. 10), else the steps its row reports
+(PonderNet: the halting step at inference; in training the ``ponder``
+metric is the expected halting step sum_n n p_n), else its fixed steps
+(Repeat-RNN ``rho``; the RNN 1); ``steps`` are the steps reported (ACT:
+N) or fixed (:func:`steps_measured`, :func:`step_caps`). Compute per input
 is :func:`multiplications`: the steps times the matrices one step uses.
 
 One protocol for every method: Adam at :data:`LEARNING_RATE` (1e-3, the
@@ -52,7 +67,8 @@ extrapolation of a method that did not solve its training range is not
 judged.
 """
 
-from collections.abc import Callable
+from collections.abc import Mapping
+import inspect
 from typing import Any, NamedTuple
 
 import jax
@@ -75,6 +91,9 @@ __all__ = [
     'GRAD_CLIP_NORM',
     'SOLVED',
     'default_loop',
+    'grid',
+    'steps_measured',
+    'step_caps',
     'ModelConfig',
     'check_model',
     'ranges',
@@ -110,7 +129,7 @@ def default_loop(model: 'ModelConfig') -> loops.LoopConfig:
   row to ``M``: the masked scan (half the while loop's time at GRU 64, M
   20); with the epsilon stop, the while loop's defaults.
   """
-  if model.method == 'pondernet':
+  if _samples(model):
     return loops.LoopConfig('scan' if model.ponder_epsilon == 0 else 'while')
   return loops.LoopConfig(checkpoints=4, save_residuals=True)
 
@@ -183,105 +202,113 @@ def tasks_of(setting: str, layout: str = 'random', bits: int | None = None):
                for lo, hi in (train, test))
 
 
-class _Method(NamedTuple):
-  """How the comparison runs one of :data:`METHODS` (module docstring).
-
-  Attributes:
-    wrapper: its row of :data:`vcrnn_jax.registry.METHODS`, the factory
-      around the inner cell (None: the cell alone).
-    options: ``(model, loop, inference) -> the factory's arguments`` from
-      the model's fields; a method given ``output_size`` reads out itself,
-      the others get the sequence model's linear readout.
-    cap: ``model -> the most steps an input can take at evaluation``.
-    ponder: ``(model, ys, batch_size) -> per-row (ponder, integer steps)``
-      of one-step parity sequences.
-    penalty: ``model -> the weight of the ponder cost`` in the training
-      loss (None: no cost). A method whose outputs are a halting
-      distribution (:class:`vcrnn_jax.ponder.PonderOutput`) trains on P3
-      instead, and one whose factory takes ``inference`` is scored with
-      each halting rule.
-  """
-  wrapper: str | None
-  options: Callable[..., dict] | None
-  cap: Callable[['ModelConfig'], int]
-  ponder: Callable[..., tuple]
-  penalty: Callable[['ModelConfig'], float] | None = None
+def _row(method: str) -> 'registry.Entry | None':
+  """The registry row of ``method`` (None: the RNN, the cell alone)."""
+  return None if method == 'rnn' else registry.METHODS[method]
 
 
-def _fixed_steps(steps: Callable[['ModelConfig'], int]):
-  """The ponder of a method that takes ``steps(model)`` steps per input."""
-
-  def ponder_and_steps(model, ys, batch_size):
-    del ys  # Every row takes the same steps.
-    per_row = jnp.full((batch_size,), steps(model), jnp.float32)
-    return per_row, per_row
-
-  return ponder_and_steps
+# The pondering wrappers of the registry's table (each feeds its cell the
+# first-step flag, ACT's Eq. 3), after the cell alone: a row of the table
+# joins the comparison with nothing written here.
+METHODS = ('rnn',) + tuple(n for n in registry.names('wrapper')
+                           if registry.METHODS[n].flagged)
 
 
-def _act_ponder(model, ys, batch_size):
-  del model, batch_size  # ACT reports its ponder cost N + R (Eq. 10).
-  return ys.ponder[:, 0], ys.steps[:, 0].astype(jnp.float32)
+def _costed(row: 'registry.Entry | None') -> bool:
+  """Whether the method reports a ponder cost, which training adds ``tau``
+  times (ACT's Eq. 12) and which takes ACT's flags."""
+  return row is not None and row.reports.ponder is not None
 
 
-def _halting_step(model, ys, batch_size):
-  del model, batch_size  # PonderNet's ponder: the steps it computed.
-  steps = ys.steps[:, 0].astype(jnp.float32)
-  return steps, steps
-
-
-def _act_options(model, loop, inference):
-  del inference  # ACT halts one way.
-  return dict(output_size=1, max_steps=model.max_steps,
-              epsilon=model.act_epsilon, halting_bias=model.halting_bias,
-              loop=loop)
-
-
-def _pondernet_options(model, loop, inference):
-  max_steps = (model.max_steps if inference == 'train'
-               else model.eval_max_steps or model.max_steps)
-  return dict(output_size=1, max_steps=max_steps,
-              epsilon=model.ponder_epsilon, inference=inference, loop=loop)
-
-
-# One row per method; a wrapper of the registry's table joins the
-# comparison with a row here (its settings are this comparison's flags).
-_METHODS = {
-    'rnn': _Method(None, None, cap=lambda model: 1,
-                   ponder=_fixed_steps(lambda model: 1)),
-    'act': _Method('act', _act_options, cap=lambda model: model.max_steps,
-                   ponder=_act_ponder, penalty=lambda model: model.tau),
-    'repeat': _Method('repeat',
-                      lambda model, loop, inference: {'repetitions':
-                                                      model.rho},
-                      cap=lambda model: model.rho,
-                      ponder=_fixed_steps(lambda model: model.rho)),
-    'pondernet': _Method('pondernet', _pondernet_options,
-                         cap=lambda model: (model.eval_max_steps
-                                            or model.max_steps),
-                         ponder=_halting_step),
-}
-METHODS = tuple(_METHODS)
+def _options(model: 'ModelConfig', row: 'registry.Entry', loop,
+             inference: str) -> dict:
+  """The factory's arguments from the model's fields (module docstring)."""
+  costed = _costed(row)
+  values = {
+      'output_size': 1,
+      'max_steps': (model.max_steps if inference == 'train'
+                    else model.eval_max_steps or model.max_steps),
+      'epsilon': model.act_epsilon if costed else model.ponder_epsilon,
+      'halting_bias': model.halting_bias if costed else None,
+      'repetitions': model.rho,
+      'inference': inference,
+      'loop': loop,
+  }
+  takes = inspect.signature(row.factory).parameters
+  return {k: v for k, v in values.items() if k in takes and v is not None}
 
 
 def _samples(model: 'ModelConfig') -> bool:
   """Whether the method halts by a rule chosen at evaluation (PonderNet's
   ``inference``: the median and sampled rules of P5)."""
-  wrapper = _METHODS[model.method].wrapper
-  return wrapper is not None and 'inference' in registry.METHODS[
-      wrapper].options
+  row = _row(model.method)
+  return row is not None and 'inference' in row.options
+
+
+def steps_measured(method: str) -> bool:
+  """Whether ``method``'s steps per input are measured (its row reports
+  them: ACT, PonderNet) rather than fixed (the RNN's one step, Repeat-RNN's
+  rho), which are its step caps (:func:`step_caps`).
+
+  Raises:
+    ValueError: ``method`` is not one of :data:`METHODS`.
+  """
+  row = _row(_check_method(method))
+  return row is not None and row.reports.steps is not None
+
+
+def step_caps(method: str, model: Mapping[str, Any]) -> tuple[int, int]:
+  """The most steps per input in training and at evaluation.
+
+  Args:
+    method: one of :data:`METHODS`.
+    model: a :class:`ModelConfig`'s fields by name (a run record's
+      ``model``); missing ones take the defaults.
+
+  Returns:
+    ``(training cap, evaluation cap)``: ``max_steps`` for a halting method
+    (``eval_max_steps`` at evaluation when it samples), the fixed steps
+    (Repeat-RNN's ``rho``, the RNN's 1) otherwise.
+  """
+  fields = {k: v for k, v in dict(model).items()
+            if k in ModelConfig._fields and v is not None}
+  config = ModelConfig(**{**fields, 'method': _check_method(method)})
+  return _cap(config, 'train'), _cap(config)
+
+
+def grid(method: str) -> tuple[str, ...]:
+  """The :class:`ModelConfig` fields a comparison grids for ``method``:
+  ``tau`` for a method with a ponder cost (ACT's paper grids it), the
+  prior of one whose halting is a distribution (PonderNet Sec. 3.1:
+  ``kl``, ``ponder_epsilon``, ``lambda_p``, ``beta``), ``rho`` for a fixed
+  number of steps (Fojo et al.), nothing for the RNN."""
+  row = _row(_check_method(method))
+  if row is None:
+    return ()
+  if _costed(row):
+    return ('tau',)
+  if 'inference' in row.options:
+    return ('kl', 'ponder_epsilon', 'lambda_p', 'beta')
+  return ('rho',) if row.reports.fixed_steps else ()
+
+
+def _check_method(method: str) -> str:
+  if method not in METHODS:
+    raise ValueError(f'method must be one of {list(METHODS)}, got '
+                     f'{method!r}.')
+  return method
 
 
 def build_model(model: ModelConfig, *, inference: str = 'train'):
   """The sequence model of ``model`` (``inference`` for PonderNet only)."""
   model = check_model(model)
-  method = _METHODS[model.method]
+  row = _row(model.method)
   inner = registry.build_cell(model.cell, model.hidden_size)
-  if method.wrapper is None:
+  if row is None:
     return sequence_model(inner, 1)
-  options = method.options(model, model.loop or default_loop(model),
-                           inference)
-  cell = registry.METHODS[method.wrapper].factory(inner, **options)
+  options = _options(model, row, model.loop or default_loop(model),
+                     inference)
+  cell = row.factory(inner, **options)
   return sequence_model(cell, None if 'output_size' in options else 1)
 
 
@@ -290,8 +317,17 @@ def _bce(logits, targets):
 
 
 def _ponder_and_steps(model: ModelConfig, ys, batch_size: int):
-  """Per-row ``(ponder, integer steps)`` of one-step parity sequences."""
-  return _METHODS[model.method].ponder(model, ys, batch_size)
+  """Per-row ``(ponder, steps)`` of one-step parity sequences: the fields
+  the row reports (its steps; its ponder cost, or the steps), else the
+  fixed steps."""
+  row = _row(model.method)
+  if row is None or row.reports.steps is None:
+    per_row = jnp.full((batch_size,), _cap(model), jnp.float32)
+    return per_row, per_row
+  steps = getattr(ys, row.reports.steps)[:, 0].astype(jnp.float32)
+  if row.reports.ponder is None:
+    return steps, steps
+  return getattr(ys, row.reports.ponder)[:, 0], steps
 
 
 def _matmul_size(tree) -> int:
@@ -313,9 +349,18 @@ def multiplications(params, steps) -> float:
           + _matmul_size(params.get('readout', {})))
 
 
-def _cap(model: ModelConfig) -> int:
-  """The most steps an input can take at evaluation."""
-  return _METHODS[model.method].cap(model)
+def _cap(model: ModelConfig, inference: str | None = None) -> int:
+  """The most steps an input can take at evaluation (in training with
+  ``inference='train'``)."""
+  row = _row(model.method)
+  if row is None:
+    return 1
+  if inference is None:
+    inference = 'median' if _samples(model) else 'train'
+  options = _options(model, row, None, inference)
+  if row.reports.steps is None:
+    return options.get(row.reports.fixed_steps, 1)
+  return options['max_steps']
 
 
 class _Scorer(NamedTuple):
@@ -390,8 +435,8 @@ def _train_loss(model: ModelConfig, net, train_task):
     else:
       task_loss = train_task.loss(logits, batch)
       ponder_cost, steps = _ponder_and_steps(model, ys, n)
-      penalty = _METHODS[model.method].penalty
-      total = task_loss + (penalty(model) * ponder_cost if penalty
+      penalty = model.tau if _costed(_row(model.method)) else None
+      total = task_loss + (penalty * ponder_cost if penalty is not None
                            else 0.0)                                  # (12)
       metrics.update(ponder=jnp.mean(ponder_cost), steps=jnp.mean(steps))
     metrics['loss'] = jnp.mean(task_loss)
