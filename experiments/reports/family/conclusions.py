@@ -143,7 +143,7 @@ def _solved_claim(groups, names: Sequence[str], claim: str, source: str, *,
   here = ('seeds solved / undecided / not: ' + ', '.join(parts)
           + (' (seeds that solved their training range)' if only_solved
              else ''))
-  return Claim(claim, source, here, verdicts.sign_every_seed(
+  return Claim(claim, source, here, verdicts.exceeds(
       ends, claim=what, fmt=_g, minimum=SOLVED if want else 0.0))
 
 
@@ -160,7 +160,7 @@ def _slope(record: Mapping) -> float | None:
 def _slope_claim(groups, name: str, claim: str, source: str) -> Claim:
   slopes = list(_by_seed(groups, name, _slope).values())
   return Claim(claim, source, f'{name}, steps per element',
-               verdicts.sign_every_seed(
+               verdicts.exceeds(
                    slopes, fmt=_g, claim='steps per input rise with the '
                    'number of non-zero elements (least-squares slope over '
                    'the per-count report above 0)'))

@@ -28,7 +28,7 @@ The verdict compares a VC setting with the frontier of its constant
 counterpart (VCRNN with Elman, VCGRU with GRU) *at the VC run's own RNN-d*,
 seed by seed: the counterpart's held-out metric of the same seed,
 interpolated linearly in RNN-d between its two nearest widths, minus the VC
-run's. :func:`experiments.reports.verdicts.sign_every_seed` decides on those
+run's. :func:`experiments.reports.verdicts.exceeds` decides on those
 gains; a VC run whose RNN-d lies outside the widths trained has no
 interpolated counterpart and does not count.
 """
@@ -234,7 +234,7 @@ def frontier_rows(groups, corpus: str) -> list[list[str]]:
     claim = (f'{model.label} below the {_NAMES[base_cell]} frontier in '
              f'{what} at its RNN-d')
     where = _GUIDE_SOURCE if model.guided else source
-    verdict = verdicts.sign_every_seed(
+    verdict = verdicts.exceeds(
         [by_seed[s] for s in sorted(by_seed)], claim=claim, fmt=fmt)
     span = [_test(r, 'rnn_d') for rs in base.values() for r in rs]
     span = [x for x in span if x is not None]

@@ -346,7 +346,7 @@ def where_row(runs, claim: str, paper: str, measure: str,
     return _row(claim, paper, '', verdicts.not_recorded('no records'))
   hv = [high[1](r) for r in runs]
   lv = [low[1](r) for r in runs]
-  verdict = verdicts.sign_every_seed(
+  verdict = verdicts.exceeds(
       _difference(hv, lv), claim=f'per {unit}, {measure} on {high[0]} minus '
       f'on {low[0]}', fmt=_fixed(3))
   measured = (f'{measure}: {high[0]} {_interval(hv, 3)}, {low[0]} '
