@@ -339,3 +339,17 @@ def test_equal_compute_reads_the_curve_within_the_budget():
   assert summary.equal_compute(repeat, 20.0) == 0.9
   assert summary.equal_compute(act, 20.0) == 0.6     # 5 updates x 4 steps
   assert summary.equal_compute(act, 10.0) is None
+
+
+def test_a_stale_folder_marks_only_the_claims_that_read_it():
+  groups = _groups()
+  plain = {c.claim: c for c in conclusions.conclusion_claims(groups)}
+  stale = sorted(g for g in groups if g.startswith('family/'))[0]
+  marked = {c.claim: c for c in conclusions.conclusion_claims(
+      groups, {stale: {'status': 'stale'}})}
+  hit = [k for k, c in marked.items() if c.verdict.records == 'stale']
+  assert hit and len(hit) < len(marked)
+  for k in hit:
+    assert stale in marked[k].folders
+    assert marked[k].cells()[3].endswith('*stale records*')
+    assert plain[k].verdict.records == 'current'

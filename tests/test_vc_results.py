@@ -155,3 +155,14 @@ def test_page_includes_the_summary_and_types_no_result():
   # The history is the page's last section.
   tail = text.split(paper_results.HISTORY, 1)[1]
   assert '\n## ' not in tail
+
+
+def test_a_stale_folder_marks_the_verdicts_resting_on_it():
+  groups = _ptb(elman=[1.9] * 3, vc=[1.9] * 3)
+  folder = next(g for g in groups if g.endswith('vcrnn256'))
+  text = results.summary(groups, {folder: {'status': 'stale'}})
+  assert '** *stale records* |' in text
+  assert 'records*' not in results.summary(groups)
+  # A row with no records carries no mark.
+  assert all('records*' not in line for line in text.splitlines()
+             if 'records missing' in line)

@@ -61,6 +61,7 @@ __all__ = [
     'not_recorded',
     'not_testable',
     'withheld',
+    'mark_text',
     'marked',
 ]
 
@@ -132,8 +133,7 @@ class Verdict(NamedTuple):
   def cell(self) -> str:
     """The verdict cell: the bold label, and the record state when the
     records are not current."""
-    mark = '' if self.records == 'current' else f' *{self.records} records*'
-    return f'**{self.label}**{mark}'
+    return f'**{self.label}**{mark_text([self.records])}'
 
   def cells(self) -> list[str]:
     """``[verdict cell, evidence, criterion]`` for a table row."""
@@ -420,11 +420,23 @@ def withheld(verdict: Verdict, why: str) -> Verdict:
   return verdict._replace(label='undecided', evidence=why)
 
 
+def _worst(states: Sequence[str]) -> str:
+  for state in ('stale', 'unverifiable'):
+    if state in states:
+      return state
+  return 'current'
+
+
+def mark_text(states: Sequence[str]) -> str:
+  """The mark a verdict cell carries for the worst of ``states``:
+  ``' *stale records*'``, ``' *unverifiable records*'`` or ``''``."""
+  worst = _worst(states)
+  return '' if worst == 'current' else f' *{worst} records*'
+
+
 def marked(verdict: Verdict, states: Sequence[str]) -> Verdict:
   """``verdict`` with the worst record state of the records behind it
   (``stale`` before ``unverifiable`` before ``current``; unknown states are
   ignored)."""
-  for state in ('stale', 'unverifiable'):
-    if state in states:
-      return verdict._replace(records=state)
-  return verdict
+  worst = _worst(states)
+  return verdict if worst == 'current' else verdict._replace(records=worst)
