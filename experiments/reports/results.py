@@ -14,7 +14,7 @@ import pathlib
 import re
 from typing import Any
 
-from experiments.reports import bench_records, plan, records, verify
+from experiments.reports import bench_records, plan, records, verdicts, verify
 from experiments.reports.act import results as act_results
 from experiments.reports.depth import results as depth_results
 from experiments.reports.family import results as family_results
@@ -86,6 +86,7 @@ def outputs(groups: Mapping[str, Sequence[Mapping[str, Any]]],
   for module in PAPERS.values():
     out += module.outputs(groups, statuses)
   if groups:
+    out.append(records.Output('legend.md', verdicts.LEGEND + '\n'))
     out.append(records.Output('verification.md',
                               verification_table(groups, statuses)))
     out += plan_outputs(groups)

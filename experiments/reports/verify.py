@@ -41,6 +41,8 @@ __all__ = [
     'status',
     'representative',
     'read_statuses',
+    'Tracked',
+    'states',
     'status_line',
 ]
 
@@ -185,6 +187,39 @@ def read_statuses(path=FILE) -> dict[str, dict]:
   if not path.is_file():
     return {}
   return json.loads(path.read_text())
+
+
+class Tracked(Mapping):
+  """``groups`` (experiment folder -> records) that logs the folders read
+  through it (``groups[name]``, ``groups.get(name)``), so that a verdict
+  built from it knows which records it rests on: :meth:`take`."""
+
+  def __init__(self, groups: Mapping[str, Any]):
+    self._groups = groups
+    self._read: set[str] = set()
+
+  def __getitem__(self, name: str):
+    value = self._groups[name]
+    self._read.add(name)
+    return value
+
+  def __iter__(self):
+    return iter(self._groups)
+
+  def __len__(self) -> int:
+    return len(self._groups)
+
+  def take(self) -> tuple[str, ...]:
+    """The folders read since the last call, sorted; forgets them."""
+    read, self._read = tuple(sorted(self._read)), set()
+    return read
+
+
+def states(folders: Sequence[str],
+           statuses: Mapping[str, Mapping[str, Any]]) -> list[str]:
+  """The verification status of each of ``folders`` that has one."""
+  return [statuses[f]['status'] for f in folders
+          if f in statuses and 'status' in statuses[f]]
 
 
 def status_line(group: str, runs: Sequence[Mapping[str, Any]],

@@ -224,7 +224,7 @@ def _growth(runs, task: Task) -> verdicts.Verdict:
   slopes = [s for s in map(_solved_slope, runs) if s is not None]
   spans = [s for s in map(_span, runs) if s]
   minimum = 1 / max(spans) if spans else 0.0
-  return verdicts.sign_every_seed(
+  return verdicts.exceeds(
       slopes, claim=f'ponder grows with the {task.difficulty} (least-squares '
       f'slope over the {task.difficulty} the run solves, below '
       f'{_pct(SOLVED_ERROR)} error each, in its difficulty report; above one '

@@ -120,7 +120,8 @@ def _mean_std(values: Sequence[float], fmt: Callable[[float], str]) -> str:
 
 
 def _interval(values: Sequence[float], fmt: Callable[[float], str]) -> str:
-  _, lo, hi, n = verdicts.t_interval(values)
+  rate = (0.0, 1.0) if fmt is verdicts.pct else None
+  _, lo, hi, n = verdicts.interval(values, rate)
   return f'{fmt(lo)} to {fmt(hi)}' if n > 1 else '-'
 
 
@@ -249,12 +250,12 @@ def _growth_row(runs) -> list[str]:
     return [claim, source, *verdicts.not_recorded(
         f'no record in {PER_EXAMPLE}').cells()]
   slopes = [s for s in map(depth_slope, runs) if s is not None]
-  v = verdicts.sign_every_seed(
+  v = verdicts.exceeds(
       slopes, claim='the per-example depth grows with the chain length B '
       '(least-squares slope of mean depth against B over each seed\'s '
       'difficulty report, applications per gate; the minimum is one more '
       'application from B = 1 to 10)', minimum=GROWTH_SLOPE, fmt=_slope_fmt)
-  return [claim, source, f'**{v.label}**',
+  return [claim, source, v.cell,
           _ends_text(runs) + _slopes_text(slopes) + v.evidence,
           v.criterion]
 
@@ -286,7 +287,7 @@ def _position_row(runs) -> list[str]:
   if not slopes:
     return [claim, source, *verdicts.not_recorded(
         f'no per-position depths in {PER_TOKEN}').cells()]
-  v = verdicts.sign_every_seed(
+  v = verdicts.exceeds(
       slopes, claim='the per-token depth grows with the position index '
       '(least-squares slope of mean depth against positions 1-10 in chains '
       'of 10, applications per position; the minimum is one more '
@@ -302,7 +303,7 @@ def _position_row(runs) -> list[str]:
           f'{_depth(mean[-1][1])} at position {mean[-1][0]}, the most '
           f'{_depth(deepest[1])} at position {deepest[0]} (mean over '
           f'{len(points)} seed{"s" if len(points) != 1 else ""}); ')
-  return [claim, source, f'**{v.label}**',
+  return [claim, source, v.cell,
           here + _slopes_text(slopes) + v.evidence, v.criterion]
 
 
@@ -335,7 +336,7 @@ def _compare_row(groups, adaptive: str, fixed: str, tag: str) -> list[str]:
   if compute and fixed_depth:
     here += (f'compute (mean depth) {_mean_std(compute, _depth)} against '
              f'{_mean_std(fixed_depth, _depth)}; ')
-  return [claim, _UT_ACCURACY, f'**{v.label}**', here + v.evidence,
+  return [claim, _UT_ACCURACY, v.cell, here + v.evidence,
           v.criterion]
 
 
@@ -344,8 +345,8 @@ def summary_text(groups: Mapping[str, Sequence[Mapping[str, Any]]]) -> str:
   and the verdict with its criterion."""
   rows = [_growth_row(groups.get(PER_EXAMPLE, [])),
           _position_row(groups.get(PER_TOKEN, []))]
-  for tag, fixed in (('(c) at least matches the fixed depth of equal '
-                      'compute', FIXED_EQUAL),
+  for tag, fixed in (('(c) against the fixed depth of equal compute',
+                      FIXED_EQUAL),
                      ('(d) against the fixed depth at the maximum depth',
                       FIXED_MAX)):
     rows += [_compare_row(groups, adaptive, fixed, tag)
@@ -355,12 +356,13 @@ def summary_text(groups: Mapping[str, Sequence[Mapping[str, Any]]]) -> str:
           + '\n"here": means over seeds; errors are the share of held-out '
           'examples whose final result is wrong, depth the block '
           'applications per position (per example: every position of an '
-          'example alike; fixed: the depth). (c) asks that adaptive depth '
-          'at least match the fixed depth of about its compute: **holds** '
-          '(better) and **within noise** (no difference the seeds can '
-          'tell) both meet it. (d) compares with the most compute the '
-          'adaptive models may spend; "here" gives how much less they '
-          'spent. ' + (records.provenance(every) if every else '')
+          'example alike; fixed: the depth). (c) asks whether adaptive '
+          'depth ends below the fixed depth of about its compute; within '
+          'noise says the seeds cannot tell the two apart (the evidence '
+          'gives the smallest difference they could have detected), not '
+          'that adaptive depth matches it. (d) compares with the most '
+          'compute the adaptive models may spend; "here" gives how much '
+          'less they spent. ' + (records.provenance(every) if every else '')
           + '\n')
 
 

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 import statistics
 from typing import Any, NamedTuple
 
-from experiments.reports import records, verdicts
+from experiments.reports import records, verdicts, verify
 from experiments.reports.family.summary import (
   PAPER,
   SOLVED,
@@ -73,6 +73,7 @@ class Claim(NamedTuple):
   source: str
   here: str
   verdict: verdicts.Verdict
+  folders: tuple[str, ...] = ()
 
   def cells(self) -> list[str]:
     label, evidence, criterion = self.verdict.cells()
@@ -82,6 +83,13 @@ class Claim(NamedTuple):
 
 def _g(x: float) -> str:
   return f'{x:.3g}'
+
+
+def _claim(groups, *fields) -> Claim:
+  """A :class:`Claim` with the folders read through ``groups`` since the
+  last claim (a :class:`~experiments.reports.verify.Tracked`)."""
+  take = getattr(groups, 'take', None)
+  return Claim(*fields, folders=take() if take else ())
 
 
 def _records(groups, name: str) -> list[Mapping[str, Any]]:
@@ -143,7 +151,7 @@ def _solved_claim(groups, names: Sequence[str], claim: str, source: str, *,
   here = ('seeds solved / undecided / not: ' + ', '.join(parts)
           + (' (seeds that solved their training range)' if only_solved
              else ''))
-  return Claim(claim, source, here, verdicts.sign_every_seed(
+  return _claim(groups, claim, source, here, verdicts.exceeds(
       ends, claim=what, fmt=_g, minimum=SOLVED if want else 0.0))
 
 
@@ -159,8 +167,8 @@ def _slope(record: Mapping) -> float | None:
 
 def _slope_claim(groups, name: str, claim: str, source: str) -> Claim:
   slopes = list(_by_seed(groups, name, _slope).values())
-  return Claim(claim, source, f'{name}, steps per element',
-               verdicts.sign_every_seed(
+  return _claim(groups, claim, source, f'{name}, steps per element',
+               verdicts.exceeds(
                    slopes, fmt=_g, claim='steps per input rise with the '
                    'number of non-zero elements (least-squares slope over '
                    'the per-count report above 0)'))
@@ -192,7 +200,8 @@ def _paired_claim(groups, a: str, b: str, get, claim: str, source: str, *,
                             claim=f'{a} {what} than {b}', fmt=_g,
                             lower_is_better=lower_is_better)
   here = _means_text(groups, (a, b), kept)
-  return Claim(claim, source, here + (f'; {note}' if note else ''), verdict)
+  return _claim(groups, claim, source,
+                here + (f'; {note}' if note else ''), verdict)
 
 
 def _cap_note(groups, names: Sequence[str]) -> str:
@@ -278,8 +287,8 @@ def _sampled_claim(groups, name: str) -> Claim:
              if seeds else 'no records') + ', median '
           + (verdicts.mean_interval_text([median[s] for s in seeds], _g)
              if seeds else 'no records'))
-  return Claim('PonderNet\'s sampled halting rule is as accurate as the '
-               'median rule (tested as: more accurate)',
+  return _claim(groups, 'PonderNet\'s sampled halting rule is as accurate '
+               'as the median rule (tested as: more accurate)',
                SOURCES['pondernet_sampling'], here, verdict)
 
 
@@ -310,9 +319,9 @@ def _one_factor_claims(groups, setup: str) -> list[Claim]:
   and off, and each stop setting under both directions."""
   if not all(_records(groups, f'{setup}_{v}')
              for v in PONDERNET_VARIANTS.values()):
-    return [Claim(f'{setup}: the KL direction, not the eps stop, sets the '
-                  'slope of PonderNet\'s halting steps', SOURCES['page'],
-                  '', verdicts.not_recorded(
+    return [_claim(groups, f'{setup}: the KL direction, not the eps stop, '
+                  'sets the slope of PonderNet\'s halting steps',
+                  SOURCES['page'], '', verdicts.not_recorded(
                       'needs the four variants (each KL direction with the '
                       'eps stop on and off)'))]
   return [
@@ -339,8 +348,8 @@ def _lambda_claims(groups, setup: str) -> list[Claim]:
   """The prior's one factor: does a smaller lambda_p (a prior with more
   expected steps) make PonderNet halt later, paired by seed?"""
   if not all(_records(groups, f'{setup}_{n}') for n in _LAMBDA):
-    return [Claim(f'{setup}: a smaller lambda_p gives PonderNet more halting '
-                  'steps', SOURCES['pondernet_prior'], '',
+    return [_claim(groups, f'{setup}: a smaller lambda_p gives PonderNet '
+                  'more halting steps', SOURCES['pondernet_prior'], '',
                   verdicts.not_recorded('needs lambda_p 0.1, 0.2 and 0.4'))]
   return [_paired_claim(
       groups, f'{setup}_{a}', f'{setup}_{b}', _result('steps'),
@@ -373,7 +382,7 @@ def _chosen_claim(groups) -> Claim:
            'best on the training range (test-range accuracy, seeds that '
            'solved their training range)')
   if pn is None or act is None:
-    return Claim(claim, SOURCES['pondernet_parity'], '',
+    return _claim(groups, claim, SOURCES['pondernet_parity'], '',
                  verdicts.not_recorded('no PonderNet or ACT records'))
   return _paired_claim(groups, pn, act, _result('accuracy'), claim,
                        SOURCES['pondernet_parity'], lower_is_better=False,
@@ -425,9 +434,11 @@ def _extrapolation_claims(groups) -> list[Claim]:
 def _act_setting_claims(groups) -> list[Claim]:
   """ACT's own setting: Elman 128, prefix layout, M = 100."""
   src = SOURCES
-  ranking = [(name, list(_by_seed(groups, name, _accuracy).values()))
-             for name in ('actset64_repeat_rho3', 'actset64_pondernet_paper',
-                          'actset64_act_tau1e-2', 'actset64_rnn')]
+
+  def ranking():      # read where its claim is made: the claim's records
+    return [(name, list(_by_seed(groups, name, _accuracy).values()))
+            for name in ('actset64_repeat_rho3', 'actset64_pondernet_paper',
+                         'actset64_act_tau1e-2', 'actset64_rnn')]
   return [
       _solved_claim(groups, tuple(
           f'actset16_{m}' for m in ('rnn', 'act_tau1e-2', 'act_tau1e-3',
@@ -441,10 +452,10 @@ def _act_setting_claims(groups) -> list[Claim]:
       _solved_claim(groups, ('actset64_pondernet_paper',), 'PonderNet '
                     'solves ACT\'s setting at 64 elements',
                     src['pondernet_parity']),
-      Claim('Repeat-RNN (rho 3) is the most accurate method in ACT\'s '
-            'setting at 64 elements, then PonderNet, ACT, the RNN',
-            f'{src["page"]}; {src["repeat"]}', '',
-            verdicts.order(ranking, what='training-range accuracy', fmt=_g,
+      _claim(groups, 'Repeat-RNN (rho 3) is the most accurate method in '
+             'ACT\'s setting at 64 elements, then PonderNet, ACT, the RNN',
+             f'{src["page"]}; {src["repeat"]}', '',
+             verdicts.order(ranking(), what='training-range accuracy', fmt=_g,
                            lower_is_better=False)),
       _act_binary_claim(groups),
   ]
@@ -458,7 +469,8 @@ def _act_binary_claim(groups) -> Claim:
             for point in record.get('curve') or ()
             if point.get('step') == ACT_BINARY_STEP]
   below = sum(e is not None and e < 1 - SOLVED for e in errors)
-  return Claim(
+  return _claim(
+      groups,
       f'ACT\'s own binary (experiments.act_parity --tau=0.01) passes '
       f'{SOLVED:.0%} accuracy at {ACT_BINARY_STEP:,} steps',
       'one typed run (history appendix); records act/parity',
@@ -475,7 +487,8 @@ def _adding_claims(groups) -> list[Claim]:
   out = []
   for name in ('adding_lstm', 'adding_gru', 'adding_skip_lstm',
                'adding_skip_gru'):
-    out.append(Claim(
+    out.append(_claim(
+        groups,
         f'{name}: at (nearly) full computation it solves the adding task '
         'in 1,000 updates', SOURCES['page'],
         'update fraction ' + _means_text(groups, (name,), fraction),
@@ -489,8 +502,8 @@ def _adding_claims(groups) -> list[Claim]:
                     'updates: LSTM below Skip-LSTM (lambda 1e-3) in MSE',
                     SOURCES['page'], lower_is_better=True,
                     what='lower MSE over the mean predictor\'s'),
-      Claim('Skip-LSTM solves the adding task with most updates skipped '
-            '(here lambda 1e-2, 1,000 updates; the paper trains to '
+      _claim(groups, 'Skip-LSTM solves the adding task with most updates '
+            'skipped (here lambda 1e-2, 1,000 updates; the paper trains to '
             'convergence)', SOURCES['skip_adding'],
             'update fraction ' + _means_text(groups, (skip,), fraction),
             verdicts.below(list(_by_seed(groups, skip, ratio).values()),
@@ -514,17 +527,26 @@ def _not_run_claims() -> list[Claim]:
   ]
 
 
-def conclusion_claims(groups: Mapping[str, Sequence[Mapping[str, Any]]]
+def conclusion_claims(groups: Mapping[str, Sequence[Mapping[str, Any]]],
+                      statuses: Mapping[str, Mapping[str, Any]] | None = None
                       ) -> list[Claim]:
   """Every claim the family page makes, and every claim of the methods'
-  papers it tests, with its verdict from the records."""
-  return (_interpolation_claims(groups) + _extrapolation_claims(groups)
+  papers it tests, with its verdict from the records; a verdict resting on
+  a folder ``statuses`` calls stale or unverifiable carries the mark
+  (:func:`~experiments.reports.verdicts.marked`)."""
+  groups = verify.Tracked(groups)
+  claims = (_interpolation_claims(groups) + _extrapolation_claims(groups)
           + _act_setting_claims(groups) + _adding_claims(groups)
           + _not_run_claims())
+  return [c._replace(verdict=verdicts.marked(
+      c.verdict, verify.states(c.folders, statuses or {}))) for c in claims]
 
 
-def conclusions(groups: Mapping[str, Sequence[Mapping[str, Any]]]) -> str:
+def conclusions(groups: Mapping[str, Sequence[Mapping[str, Any]]],
+                statuses: Mapping[str, Mapping[str, Any]] | None = None
+                ) -> str:
   """The conclusions table (``family/conclusions.md``): claim, source,
   the records' numbers, verdict and criterion per row."""
   return records.table(CONCLUSION_HEADER,
-                       [c.cells() for c in conclusion_claims(groups)])
+                       [c.cells() for c in conclusion_claims(groups,
+                                                             statuses)])

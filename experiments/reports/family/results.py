@@ -31,6 +31,6 @@ def outputs(groups: Mapping[str, Sequence[Mapping[str, Any]]],
   statuses = statuses or {}
   runs = summary.runs_from_records(groups)
   out = [records.Output('family/conclusions.md',
-                        conclusions.conclusions(groups))]
+                        conclusions.conclusions(groups, statuses))]
   return (out + summary.parity_outputs(groups, runs, statuses)
           + summary.adding_outputs(groups, runs, statuses))

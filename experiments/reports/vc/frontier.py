@@ -27,13 +27,21 @@ the multiplications per step themselves.
 The verdict compares a VC setting with the frontier of its constant
 counterpart (VCRNN with Elman, VCGRU with GRU) *at the VC run's own RNN-d*,
 seed by seed: the counterpart's held-out metric of the same seed,
-interpolated linearly in RNN-d between its two nearest widths, minus the VC
-run's. :func:`experiments.reports.verdicts.sign_every_seed` decides on those
-gains; a VC run whose RNN-d lies outside the widths trained has no
-interpolated counterpart and does not count.
+interpolated between its two nearest widths, minus the VC run's.
+:func:`experiments.reports.verdicts.exceeds` decides on those gains; a VC
+run whose RNN-d lies outside the widths trained has no interpolated
+counterpart and does not count. The frontier is a convex, falling curve
+(each width buys less than the last), and a straight chord between two
+widths lies above such a curve: linear interpolation in RNN-d overstates
+the counterpart's metric between its widths and favours VC. So the gains
+are computed twice, interpolated linearly in RNN-d and linearly in log
+RNN-d (a convex curve through the same widths, below the chord), and the
+verdict is the one both give, or within noise when they differ
+(:func:`frontier_verdict`). The figure draws both.
 """
 
 from collections.abc import Mapping, Sequence
+import math
 import re
 from typing import Any, NamedTuple
 
@@ -46,8 +54,10 @@ __all__ = [
     'Model',
     'parse',
     'models',
+    'FITS',
     'interpolate',
     'gains',
+    'frontier_verdict',
     'frontier_table',
     'frontier_rows',
     'frontier_data',
@@ -74,6 +84,11 @@ _GUIDE_SOURCE = 'Sec. 5.2.2, the guide (Fig. 4 uses it on Europarl)'
 _MODEL = re.compile(r'^(?P<cell>[a-z]+?)(?P<width>\d+)'
                     r'(?:_m(?P<target>[\d.]+))?(?:_w(?P<weight>[\d.]+))?'
                     r'(?P<guided>_guided)?$')
+
+
+# The two curves through the counterpart's widths: linear in RNN-d (the
+# chord, above a convex frontier) and linear in log RNN-d (convex, below it).
+FITS = {False: 'linear in RNN-d', True: 'linear in log RNN-d'}
 
 
 class Model(NamedTuple):
@@ -134,26 +149,33 @@ def _test(run: Mapping[str, Any], key: str) -> float | None:
   return records.value(run, f'results.test.{key}')
 
 
-def interpolate(points: Sequence[tuple[float, float]], x: float
-                ) -> float | None:
-  """The piecewise-linear curve through ``points`` (x, y) at ``x``; None
-  outside their range (a frontier is not extrapolated)."""
+def interpolate(points: Sequence[tuple[float, float]], x: float,
+                log: bool = False) -> float | None:
+  """The piecewise-linear curve through ``points`` (x, y) at ``x``, in
+  ``x`` or (``log``) in ``log x``; None outside their range (a frontier is
+  not extrapolated)."""
   pts = sorted(points)
   if not pts or x < pts[0][0] or x > pts[-1][0]:
     return None
+  if log and (x <= 0 or pts[0][0] <= 0):
+    raise ValueError(f'log interpolation needs x > 0, got {x} and '
+                     f'{pts[0][0]}.')
+  f = math.log if log else float
   for (x0, y0), (x1, y1) in zip(pts, pts[1:]):
     if x0 <= x <= x1:
-      return y0 if x1 == x0 else y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+      return y0 if x1 == x0 else y0 + (y1 - y0) * (f(x) - f(x0)) / (
+          f(x1) - f(x0))
   return pts[0][1]                      # a single point, x equal to it
 
 
 def gains(vc_runs: Sequence[Mapping[str, Any]],
-          base: Mapping[Model, Sequence[Mapping[str, Any]]], metric: str
-          ) -> dict[int, float]:
+          base: Mapping[Model, Sequence[Mapping[str, Any]]], metric: str,
+          log: bool = False) -> dict[int, float]:
   """Per seed: the counterpart's metric interpolated at the VC run's RNN-d
-  (from the counterpart's runs of that seed) minus the VC run's. Positive:
-  the VC run is better at its computation. Seeds whose RNN-d lies outside
-  the counterpart's widths, or with fewer than two widths, are left out."""
+  (from the counterpart's runs of that seed; ``log``: in log RNN-d) minus
+  the VC run's. Positive: the VC run is better at its computation. Seeds
+  whose RNN-d lies outside the counterpart's widths, or with fewer than two
+  widths, are left out."""
   out = {}
   for run in vc_runs:
     seed = run['seed']
@@ -163,7 +185,7 @@ def gains(vc_runs: Sequence[Mapping[str, Any]],
     x, y = _test(run, 'rnn_d'), _test(run, metric)
     if len(points) < 2 or x is None or y is None:
       continue
-    at = interpolate(points, x)
+    at = interpolate(points, x, log)
     if at is not None:
       out[seed] = at - y
   return out
@@ -217,6 +239,26 @@ def _fmt(corpus: str):
           else (lambda x: f'{x:.3f}'))
 
 
+def frontier_verdict(by_fit: Mapping[bool, Mapping[int, float]], *,
+                     claim: str, fmt) -> verdicts.Verdict:
+  """The frontier claim from the per-seed gains under each of
+  :data:`FITS` (``{log: {seed: gain}}``): each fit's verdict by
+  :func:`~experiments.reports.verdicts.exceeds`; the label both give, or
+  ``within noise`` when they differ (``undecided`` when either is)."""
+  each = {log: verdicts.exceeds([g[s] for s in sorted(g)], claim=claim,
+                                fmt=fmt) for log, g in by_fit.items()}
+  labels = {v.label for v in each.values()}
+  label = (labels.pop() if len(labels) == 1 else 'undecided'
+           if 'undecided' in labels else 'within noise')
+  first = next(iter(each.values()))
+  criterion = (first.criterion + '; judged with the counterpart '
+               + ' and '.join(FITS[log] for log in each) + ': the verdict '
+               'both give, within noise when they differ')
+  evidence = '; '.join(f'{FITS[log]}: {v.evidence}'
+                       for log, v in each.items())
+  return verdicts.Verdict(label, criterion, evidence)
+
+
 def frontier_rows(groups, corpus: str) -> list[list[str]]:
   """One summary row (claim, the paper, here, verdict, criterion) per VC
   setting of the corpus: its metric against its counterpart's frontier at
@@ -230,12 +272,12 @@ def frontier_rows(groups, corpus: str) -> list[list[str]]:
     if base_cell is None:
       continue
     base = {m: r for m, r in found.items() if m.cell == base_cell}
-    by_seed = gains(runs, base, metric)
+    by_fit = {log: gains(runs, base, metric, log) for log in FITS}
+    by_seed = by_fit[False]
     claim = (f'{model.label} below the {_NAMES[base_cell]} frontier in '
              f'{what} at its RNN-d')
     where = _GUIDE_SOURCE if model.guided else source
-    verdict = verdicts.sign_every_seed(
-        [by_seed[s] for s in sorted(by_seed)], claim=claim, fmt=fmt)
+    verdict = frontier_verdict(by_fit, claim=claim, fmt=fmt)
     span = [_test(r, 'rnn_d') for rs in base.values() for r in rs]
     span = [x for x in span if x is not None]
     inside = (f'RNN-d {min(span):.0f}-{max(span):.0f}' if span
@@ -265,7 +307,9 @@ def frontier_data(groups, corpus: str) -> dict:
 
 def draw_frontier(data: Mapping[str, Any], path):
   """Held-out metric against RNN-d: every seed a dot, each model's mean a
-  cross, each cell's means joined in order of computation."""
+  cross, each cell's means joined in order of computation, straight in
+  RNN-d (solid) and, for the constant cells the verdicts compare with,
+  straight in log RNN-d too (dashed: the convex fit)."""
   fig = plots.new_figure((7.0, 4.5))
   ax = fig.subplots()
   colours = {'elman': 'C0', 'vcrnn': 'C1', 'gru': 'C2', 'vcgru': 'C3',
@@ -286,6 +330,12 @@ def draw_frontier(data: Mapping[str, Any], path):
     pts.sort()
     ax.plot([x for x, _ in pts], [y for _, y in pts], '-',
             color=colours.get(cell, 'C4'), label=_NAMES.get(cell, cell))
+    if cell in COUNTERPART.values() and len(pts) > 1 and pts[0][0] > 0:
+      xs = [pts[0][0] * (pts[-1][0] / pts[0][0]) ** (i / 64)
+            for i in range(65)]
+      ax.plot(xs, [interpolate(pts, x, log=True) for x in xs], '--',
+              color=colours.get(cell, 'C4'), linewidth=1,
+              label=f'{_NAMES.get(cell, cell)}, {FITS[True]}')
   ax.set_xlabel('RNN-d (equivalent Elman width; computation per step)')
   ax.set_ylabel(data['metric'])
   title = _TITLES.get(data['corpus'], data['corpus'])

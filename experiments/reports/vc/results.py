@@ -346,7 +346,7 @@ def where_row(runs, claim: str, paper: str, measure: str,
     return _row(claim, paper, '', verdicts.not_recorded('no records'))
   hv = [high[1](r) for r in runs]
   lv = [low[1](r) for r in runs]
-  verdict = verdicts.sign_every_seed(
+  verdict = verdicts.exceeds(
       _difference(hv, lv), claim=f'per {unit}, {measure} on {high[0]} minus '
       f'on {low[0]}', fmt=_fixed(3))
   measured = (f'{measure}: {high[0]} {_interval(hv, 3)}, {low[0]} '
@@ -478,14 +478,31 @@ def unrecorded_rows(groups=None) -> Rows:
           'no Europarl run (the corpus is not on this machine)')]
 
 
-def summary(groups: Mapping[str, Sequence[Mapping[str, Any]]]) -> str:
+def _marked(rows: Rows, folders, statuses) -> Rows:
+  """``rows`` with their verdict cells marked when a folder they read is
+  stale or unverifiable (a block of rows shares the folders it reads)."""
+  mark = verdicts.mark_text(verify.states(list(folders), statuses))
+  return [[*r[:3], r[3] + mark if 'records missing' not in r[4] else r[3],
+           *r[4:]] for r in rows]
+
+
+def summary(groups: Mapping[str, Sequence[Mapping[str, Any]]],
+            statuses: Mapping[str, Mapping[str, Any]] | None = None) -> str:
   """The summary table: every claim of the paper, its verdict from the
-  records, and where the records were made."""
+  records, and where the records were made; verdict cells carry the
+  record state of the folders their block reads (``statuses``)."""
+  statuses = statuses or {}
   ptb, music = _experiments(groups, PTB), _experiments(groups, MUSIC)
-  fronts = [frontier.frontier_rows(groups, corpus)
-            for corpus in frontier.CORPORA]
-  rows = (ptb_rows(ptb) + music_rows(music) + [r for f in fronts for r in f]
-          + frontier_where_rows(groups) + unrecorded_rows(groups))
+  rows = (_marked(ptb_rows(ptb), [PTB + n for n in ptb], statuses)
+          + _marked(music_rows(music), [MUSIC + n for n in music], statuses))
+  for corpus in frontier.CORPORA:
+    prefix = f'{frontier.FRONTIER}{corpus}_'
+    rows += _marked(frontier.frontier_rows(groups, corpus),
+                    [g for g in groups if g.startswith(prefix)], statuses)
+  rows += _marked(frontier_where_rows(groups),
+                  [g for g in groups if g.startswith(frontier.FRONTIER)
+                   and g.split('_')[1] in ('ptb', 'music')], statuses)
+  rows += unrecorded_rows(groups)
   text = records.table(SUMMARY_HEADER, rows)
   every = [r for runs in [*ptb.values(), *music.values(),
                           *_experiments(groups, frontier.FRONTIER).values()]
@@ -512,7 +529,7 @@ def outputs(groups: Mapping[str, Sequence[Mapping[str, Any]]],
     return []
   statuses = statuses or {}
   ptb, music = _experiments(groups, PTB), _experiments(groups, MUSIC)
-  out = [records.Output('vc/summary.md', summary(groups))]
+  out = [records.Output('vc/summary.md', summary(groups, statuses))]
   if ptb:
     out += ptb_outputs(ptb, statuses)
   if music:
