@@ -20,6 +20,7 @@ import pathlib
 from typing import Any
 
 from experiments.reports import plots
+from vcrnn_jax.papers.family import parity as family_parity
 
 __all__ = [
     'BY_COUNT_PNG',
@@ -88,6 +89,14 @@ def plot_by_count(series: Mapping[str, Sequence[Mapping[str, Any]]], path, *,
 _MARKERS = {'rnn': 's', 'act': 'o', 'repeat': '^', 'pondernet': 'D'}
 
 
+def _marker(method: str) -> str:
+  """The paper methods' markers; any other method of the comparison gets
+  one of its own, by its place in the table."""
+  if method in _MARKERS:
+    return _MARKERS[method]
+  return 'vP*Xph'[family_parity.METHODS.index(method) % 6]
+
+
 def plot_accuracy_vs_compute(points: Sequence[Mapping[str, Any]], path, *,
                              title: str | None = None) -> pathlib.Path:
   """Accuracy against multiplications per input, one point per method and
@@ -113,7 +122,7 @@ def plot_accuracy_vs_compute(points: Sequence[Mapping[str, Any]], path, *,
   ax = fig.subplots()
   for i, p in enumerate(points):
     color = f'C{i % 10}'
-    marker = _MARKERS.get(p['method'], 'o')
+    marker = _marker(p['method'])
     ax.plot(p['multiplications'], p['accuracy'], marker, color=color,
             label=p['label'])
     if p.get('test_accuracy') is not None:

@@ -33,6 +33,7 @@ from typing import Any
 
 from experiments.reports import records, verdicts, verify
 from experiments.reports.family import plots as family_plots
+from vcrnn_jax.papers.family import parity as family_parity
 
 __all__ = [
     'SOLVED',
@@ -76,8 +77,10 @@ EVAL_VECTORS = 1000
 SOLVED_STATES = ('solved', 'undecided', 'not solved')
 # The parameters that make up each method's grid value (PonderNet Sec. 3.1
 # grids the prior; ACT's paper grids tau; Fojo et al. compare rho).
-GRID = {'rnn': (), 'act': ('tau',), 'repeat': ('rho',),
-        'pondernet': ('kl', 'ponder_epsilon', 'lambda_p', 'beta')}
+# The page's methods in its order, each with the settings its rows vary
+# (a method of the comparison not listed here reads its own from the table).
+GRID = {m: family_parity.grid(m) for m in ('rnn', 'act', 'repeat',
+                                           'pondernet')}
 _SHORT = {'ponder_epsilon': 'eps'}
 PARITY_KEYS = ('setup', 'method', 'grid')
 PARITY_VALUES = ('training_range_accuracy', 'accuracy', 'steps',
@@ -137,7 +140,9 @@ def grid_label(method: str, model: Mapping[str, Any]) -> str:
   return ' '.join(f'{_SHORT.get(k, k)}={model[k]:g}'
                   if isinstance(model.get(k), float)
                   else f'{_SHORT.get(k, k)}={model.get(k)}'
-                  for k in GRID.get(method, ()) if k in model)
+                  for k in (GRID[method] if method in GRID
+                            else family_parity.grid(method))
+                  if k in model)
 
 
 def setup_label(run: Mapping[str, Any]) -> str:
@@ -196,7 +201,7 @@ def parity_rows(runs: Sequence[Mapping[str, Any]]) -> list[dict]:
 def _steps_per_update(row: Mapping[str, Any]) -> float | None:
   """Steps per training input: the RNN's one, Repeat-RNN's rho, what ACT
   and PonderNet took in training (their last interval's mean)."""
-  if row['method'] in ('act', 'pondernet'):
+  if family_parity.steps_measured(row['method']):
     return row.get('train_steps')
   return row.get('train_cap')
 
@@ -227,15 +232,11 @@ def equal_compute(row: Mapping[str, Any], budget: float) -> float | None:
 
 
 def _caps(method: str, model: Mapping[str, Any]) -> dict:
-  """The most steps per input in training and at evaluation: ACT's and
-  PonderNet's ``max_steps`` (PonderNet's ``eval_max_steps`` when set),
-  Repeat-RNN's fixed rho, the RNN's one step."""
-  if method == 'rnn':
-    return {'train_cap': 1, 'eval_cap': 1}
-  if method == 'repeat':
-    return {'train_cap': model.get('rho'), 'eval_cap': model.get('rho')}
-  cap = model.get('max_steps')
-  return {'train_cap': cap, 'eval_cap': model.get('eval_max_steps') or cap}
+  """The most steps per input in training and at evaluation, as the
+  comparison ran the method (:func:`vcrnn_jax.papers.family.parity.step_caps`):
+  a pondering method's ``max_steps``, Repeat-RNN's rho, the RNN's one step."""
+  train_cap, eval_cap = family_parity.step_caps(method, model)
+  return {'train_cap': train_cap, 'eval_cap': eval_cap}
 
 
 def _num(x: float, digits: int, kilo: bool = False) -> str:
@@ -330,7 +331,7 @@ def caps_table(rows: Sequence[Mapping[str, Any]]) -> str:
     train_cap, eval_cap = (', '.join(str(c[i]) for c in sorted(caps))
                            for i in (0, 1))
     train_steps = ([m['train_steps'] for m in members]
-                   if method in ('act', 'pondernet')
+                   if family_parity.steps_measured(method)
                    else [m['train_cap'] for m in members])
     lines.append([method, grid or '-', train_cap, eval_cap,
                   _mean_std(train_steps),
