@@ -15,6 +15,11 @@ name no paper, and nothing below imports from here.
 * :mod:`vcrnn_jax.papers.depth`: adaptive Transformer depth on ACT's logic
   task, no paper's experiment (the results page of the Universal
   Transformer's and ACT's claims on it).
+
+Each paper's ``runs`` module (adaptive depth's ``logic``) builds its
+binaries' runs from their flag values;
+:func:`vcrnn_jax.papers.runs.load_run` rebuilds a trained run from its
+workdir with them.
 """
 
 # Nothing at the package level: the modules listed above are the API.

@@ -6,6 +6,9 @@ dynamic per-position halting, its ponder time longer on inputs that need
 more reasoning steps) and ACT's (Graves 2016, Fig. 6: ponder grows with
 difficulty).
 
+* :mod:`~vcrnn_jax.papers.depth.logic`: the model (a shared Transformer
+  block, its depth per token, per example or fixed), its experiment on the
+  token logic task and the run of ``experiments.depth_logic``'s flags;
 * :mod:`~vcrnn_jax.papers.depth.results`: the results page's fragments and
   figures from the run records of ``experiments.depth_logic``.
 """

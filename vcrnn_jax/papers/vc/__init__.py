@@ -3,7 +3,9 @@
 * :mod:`~vcrnn_jax.papers.vc.lm`: the five cells compared, the penalty of
   Eq. 10 and the sharpness schedule, the scheduler's analysis;
 * :mod:`~vcrnn_jax.papers.vc.plots`: where the scheduler computes (Fig. 2,
-  3, 5; Table 2).
+  3, 5; Table 2);
+* :mod:`~vcrnn_jax.papers.vc.runs`: the binaries' runs from their flag
+  values.
 """
 
 # Nothing at the package level: the modules listed above are the API.
