@@ -92,7 +92,8 @@ def setup(values: Mapping[str, Any], name: str, train_stream: np.ndarray,
   Args:
     values: the binary's flags by name.
     name: the binary's name (it labels the progress bar).
-    train_stream, valid_stream: 1-D id streams (already :func:`truncate`d).
+    train_stream, valid_stream: 1-D id streams (already cut by
+      :func:`truncate`).
     vocab_size: the number of symbols.
     boundary_ids: the guide setting's boundary symbols.
     boundary_target: the guide setting's boundary target (None: learn).
