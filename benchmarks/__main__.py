@@ -15,7 +15,7 @@ user runs it) and as many times pinned to one core (``pinned``), taking
 turns, each run a fresh ``python -m benchmarks.<name> --json=FILE``
 process (:mod:`benchmarks._repeat`). Rows are matched across runs and each
 measurement becomes a median with its range per affinity
-(:mod:`vcrnn_jax.analysis.bench_records`). It writes ``<out>/benchmarks.json``
+(:mod:`experiments.reports.bench_records`). It writes ``<out>/benchmarks.json``
 (the machine, the versions, every row) and ``<out>/benchmarks.md`` (a table
 per benchmark whose ratio columns show the unpinned median and range, and
 the pinned one beside it); ``--record_dir`` also writes one benchmark
@@ -45,7 +45,7 @@ import time
 import jax
 
 from benchmarks import _cli, _record, _repeat
-from vcrnn_jax.analysis import bench_records
+from experiments.reports import bench_records
 
 SUITE = ('act_loop', 'rehn_depth', 'depth_cost', 'vc_inference',
          'skip_inference', 'compile_time', 'flax_rnn')

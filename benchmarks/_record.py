@@ -1,5 +1,5 @@
 """A benchmark record from a benchmark's runs (see
-:mod:`vcrnn_jax.analysis.bench_records` for its layout).
+:mod:`experiments.reports.bench_records` for its layout).
 
 Example::
 
@@ -18,7 +18,7 @@ import os
 import pathlib
 
 from benchmarks import _cli
-from vcrnn_jax.analysis import bench_records, records
+from experiments.reports import bench_records, manifest, records
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 
@@ -45,13 +45,13 @@ def device() -> str:
 
 def versions() -> dict:
   """Python's version and those of jax, jaxlib, flax, optax and the other
-  packages :func:`vcrnn_jax.analysis.records.versions` lists."""
-  return records.versions()
+  packages :func:`experiments.reports.manifest.package_versions` lists."""
+  return manifest.package_versions()
 
 
 def _commit(record_dir) -> tuple[str, bool]:
   try:
-    return records.tree_commit(REPO, exclude=[record_dir] if record_dir
+    return manifest.tree_commit(REPO, exclude=[record_dir] if record_dir
                                else [])
   except ValueError:
     return 'unknown', False

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # VC char-PTB at Table 3's own width on one GPU, in one unattended command:
-# Elman-1024, Elman-768 and VCRNN-1024 (--target=0.5, the CPU frontier's
-# --penalty_weight=0.1, --sharpness_every=800), seed SEED, trained side by
+# Elman-1024, Elman-768 and VCRNN-1024 at two targets (--target=0.5 and 0.3,
+# the CPU frontier's --penalty_weight=0.1, --sharpness_every=800; VCGRU-1024
+# with MODELS=vcgru1024_m0.5), seed SEED, trained side by
 # side for the same number of updates. A first segment of FIRST steps, all
 # three at once, measures the slowest rate; all three then resume to the
 # step count the time left allows (in whole evaluation intervals, at most
@@ -55,8 +56,11 @@ COMMON=(--data_dir="$DATA" --level=char --seed="${SEED:-0}" "${SIZE[@]}")
 declare -A ARGS=(
   [elman$W1]="--cell=elman --hidden_size=$W1"
   [elman$W2]="--cell=elman --hidden_size=$W2"
-  [vcrnn${W1}_m0.5]="--cell=vcrnn --hidden_size=$W1 --target=0.5 --sharpness_every=800 --penalty_weight=0.1")
-NAMES=(${MODELS:-elman$W1 elman$W2 vcrnn${W1}_m0.5})
+  [vcrnn${W1}_m0.5]="--cell=vcrnn --hidden_size=$W1 --target=0.5 --sharpness_every=800 --penalty_weight=0.1"
+  [vcrnn${W1}_m0.3]="--cell=vcrnn --hidden_size=$W1 --target=0.3 --sharpness_every=800 --penalty_weight=0.1"
+  [vcgru${W1}_m0.5]="--cell=vcgru --hidden_size=$W1 --target=0.5 --sharpness_every=800 --penalty_weight=0.1")
+# VCGRU-1024 only by name (MODELS=...): a fifth process would slow the four.
+NAMES=(${MODELS:-elman$W1 elman$W2 vcrnn${W1}_m0.5 vcrnn${W1}_m0.3})
 
 # phase STEPS EVERY LIMIT: every model to STEPS at once, each under LIMIT s.
 phase() {

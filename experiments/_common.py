@@ -30,10 +30,10 @@ from absl import app, flags
 import jax
 import numpy as np
 
-from vcrnn_jax.analysis import manifest, sweep
+from experiments.reports import manifest
 from vcrnn_jax.data.download import DownloadError
 from vcrnn_jax.files import atomic_write
-from vcrnn_jax.training import distributed
+from vcrnn_jax.training import distributed, sweep
 from vcrnn_jax.training import runs as training_runs
 from vcrnn_jax.training.train import (
   OPTIMIZERS,
@@ -611,7 +611,7 @@ def binary_module() -> str:
 def write_manifest(workdir, *, data_files: Iterable[str] = (),
                    processes: distributed.Processes) -> None:
   """Appends this start to ``<workdir>/manifest.jsonl``
-  (:mod:`vcrnn_jax.analysis.manifest`): the command as given, the source
+  (:mod:`experiments.reports.manifest`): the command as given, the source
   tree's commit and dirty state, versions, device, CPU and its instruction
   sets, and a digest of each of ``data_files``; and, under ``"flags"``,
   every flag value (:func:`flag_values`), which

@@ -250,7 +250,7 @@ def _analyse(task, spec, result, workdir, valid_stream, decode, classes,
   the caller runs after ``results.json`` is written (``draw()`` returns
   the path it wrote).
   """
-  from vcrnn_jax.papers.vc import plots as vc_plots  # pylint: disable=g-import-not-at-top
+  from experiments.reports.vc import plots as vc_plots  # pylint: disable=g-import-not-at-top
   workdir = pathlib.Path(workdir)
   lam = vc_lm.sharpness_at(spec, result.step)
   analysis: dict = {'sharpness': lam}

@@ -55,11 +55,11 @@ import pathlib
 from absl import flags
 
 from experiments import _act, _common
+from experiments.reports.act import plots
 from vcrnn_jax import tasks
-from vcrnn_jax.analysis import sweep
-from vcrnn_jax.papers.act import plots
 from vcrnn_jax.papers.act import sweep as act_sweep
 from vcrnn_jax.papers.act import tasks as act_tasks
+from vcrnn_jax.training import sweep
 
 _TASK_LINE = '; '.join(
     f'{name}: {d["cell"]} {d["hidden_size"]}, batch {d["batch_size"]}, '

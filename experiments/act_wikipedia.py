@@ -82,7 +82,7 @@ def main(processes):
                          processes=processes,
                          data_files=run.dataset.meta['files'])
   if FLAGS.plot_ponder_bytes and processes.is_chief():
-    from vcrnn_jax.papers.act import plots  # pylint: disable=g-import-not-at-top
+    from experiments.reports.act import plots  # pylint: disable=g-import-not-at-top
     text = run.dataset.valid[:FLAGS.plot_ponder_bytes + 1]
     ponder = act_lm.ponder_over_text(run.task, result.params, text)
     path = workdir / 'ponder_over_text.png'

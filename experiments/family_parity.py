@@ -47,10 +47,10 @@ its criterion, are generated from the run records on docs/results/family.md.
 from absl import flags
 
 from experiments import _common
+from experiments.reports.family import plots as family_plots
 from vcrnn_jax import registry, tasks
 from vcrnn_jax.files import atomic_write
 from vcrnn_jax.papers.family import parity as family_parity
-from vcrnn_jax.papers.family import plots as family_plots
 from vcrnn_jax.papers.family import runs as family_runs
 
 _D = family_parity.ModelConfig()

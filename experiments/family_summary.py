@@ -27,7 +27,7 @@ sub-directory layout) and writes, in ``--out`` (default: ``--runs``):
 It trains nothing; rerun it as runs finish. The results page's tables and
 figures are not made here but from run records (``experiments.record``, then
 ``python -m experiments.results``, which calls
-``vcrnn_jax.papers.family.summary.outputs``), so that they carry their
+``experiments.reports.family.summary.outputs``), so that they carry their
 commit and machine.
 """
 
@@ -38,9 +38,9 @@ import pathlib
 from absl import flags
 
 from experiments import _common
+from experiments.reports.family import plots as family_plots
+from experiments.reports.family import summary
 from vcrnn_jax.files import atomic_write
-from vcrnn_jax.papers.family import plots as family_plots
-from vcrnn_jax.papers.family import summary
 
 flags.DEFINE_string('runs', None, 'Directory of the runs to summarise '
                     '(searched recursively for results.json).')

@@ -6,7 +6,7 @@ The command::
 
 prints, for each plan in ``docs/results/plans/`` (``act.toml``, ``vc.toml``,
 ``rehn.toml``: every run a results page is built from, in the order to
-train them; :mod:`vcrnn_jax.analysis.plan` gives the format), which seeds of
+train them; :mod:`experiments.reports.plan` gives the format), which seeds of
 each records folder are recorded and which are missing. Then::
 
   python -m experiments.plan --run --runs=/scratch/runs --data_dir=DIR \
@@ -41,8 +41,7 @@ import time
 from absl import flags
 
 from experiments import _common
-from vcrnn_jax.analysis import manifest, plan, records
-from vcrnn_jax.papers import results
+from experiments.reports import manifest, plan, records, results
 
 PLANS = pathlib.Path(__file__).resolve().parent.parent / 'docs/results/plans'
 REPO = PLANS.parent.parent.parent

@@ -16,7 +16,7 @@ and instruction sets, data digests), the run-defining flags
 evaluation curve, its first evaluation at full precision (what
 ``experiments.verify`` re-runs), the binary's ``results.json`` and its small
 CSV tables (``difficulty.csv``, ``by_count.csv``, ...); never a checkpoint.
-``vcrnn_jax.analysis.records`` documents every key.
+``experiments.reports.records`` documents every key.
 
 A run without a manifest, from a dirty tree, or resumed on other code, is
 refused with the reason; ``--force`` records it anyway, the reason kept in
@@ -30,7 +30,7 @@ import pathlib
 from absl import flags
 
 from experiments import _common
-from vcrnn_jax.analysis import manifest, records
+from experiments.reports import manifest, records
 
 flags.DEFINE_multi_string('workdir', None, 'A finished run\'s workdir, or a '
                           'folder of them (searched for metrics.jsonl); may '
@@ -69,7 +69,7 @@ def main(processes):
           for w in records.find_runs(root)]
   commit, dirty = FLAGS.commit, FLAGS.dirty
   if not commit and not all(manifest.read(w) for _, w in runs):
-    commit, dirty = records.tree_commit(FLAGS.tree)
+    commit, dirty = manifest.tree_commit(FLAGS.tree)
   machine = records.machine(FLAGS.machine)
   out = pathlib.Path(FLAGS.out)
   built = []

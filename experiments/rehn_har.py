@@ -179,7 +179,7 @@ def main(processes):
 
 def _plot_depth(task, params, ds, classes, workdir) -> None:
   """Realized depth per class and along one test window (elastic cells)."""
-  from vcrnn_jax.papers.rehn import plots  # pylint: disable=g-import-not-at-top
+  from experiments.reports.rehn import plots  # pylint: disable=g-import-not-at-top
   x, y = ds.test
   _, stats = task.predict(params, x)
   first = int(np.argmax(y == y[0]))

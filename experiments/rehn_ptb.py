@@ -54,6 +54,14 @@ _common.define_positive_int('hyper_size', None, 'D_z (paper: 600; default '
                             'D_h / 2).')
 _common.define_positive_int('max_depth', 4, 'R_max of EI-REHN (paper: 2-5, '
                             'best 4).')
+flags.DEFINE_enum('gate', 'elastic', ['elastic', 'open'], 'EI-REHN/SREHN: '
+                  'the elastic gate of Eq. 11 (the paper), or held open '
+                  '(d = 1 in Eq. 10: every step runs R_max micro-layers), '
+                  'which judges the gate apart from the hypernetwork.')
+_common.define_float('alpha_init', None, 'EI-REHN/SREHN: initial alpha '
+                     '(Eq. 13; default the cell\'s 0.1, which with beta 0.9 '
+                     'puts the Eq. 15 bound at 6.96 micro-layers; the paper '
+                     'states none).', strict=True)
 _common.define_positive_int('depth', 5, 'Depth of the RHN baseline (paper: '
                             '2-5).')
 _common.define_positive_int('epochs', 500, 'Training epochs (Zilly et al.: '
@@ -96,9 +104,10 @@ FLAGS = flags.FLAGS
 # The model flags each cell reads (the others, given, are refused).
 CELL_FLAGS = {
     'rhn': ('depth', 'transform_bias'), 'srhn': ('depth', 'transform_bias'),
-    'srehn': ('max_depth', 'transform_bias', 'loop', 'ponder_slots'),
+    'srehn': ('max_depth', 'transform_bias', 'loop', 'ponder_slots',
+              'gate', 'alpha_init'),
     'ei_rehn': ('max_depth', 'hyper_size', 'transform_bias', 'loop',
-                'ponder_slots'),
+                'ponder_slots', 'gate', 'alpha_init'),
 }
 
 
@@ -130,7 +139,7 @@ def main(processes):
 
 
 def _plot_depth_along_text(task, result, ds, workdir):
-  from vcrnn_jax.papers.rehn import plots  # pylint: disable=g-import-not-at-top
+  from experiments.reports.rehn import plots  # pylint: disable=g-import-not-at-top
   tokens = ds.test[:FLAGS.plot_words + 1]
 
   def draw():
@@ -144,7 +153,7 @@ def _plot_depth_along_text(task, result, ds, workdir):
 
 
 def _plot_depth_by_word(task, result, ds, workdir):
-  from vcrnn_jax.papers.rehn import plots  # pylint: disable=g-import-not-at-top
+  from experiments.reports.rehn import plots  # pylint: disable=g-import-not-at-top
 
   def draw():
     long = ds.test[:20_000]

@@ -30,9 +30,8 @@ import sys
 from absl import flags
 
 from experiments import _common
-from vcrnn_jax.analysis import bench_records, records
+from experiments.reports import bench_records, records, results
 from vcrnn_jax.files import atomic_write
-from vcrnn_jax.papers import results
 
 flags.DEFINE_string('records', str(results.RECORDS), 'Folder of the run '
                     'records.')

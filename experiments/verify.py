@@ -8,7 +8,7 @@ experiments.results``)::
 re-runs, for every configuration (a folder of records under
 ``docs/results/records``), the record of its lowest seed up to its first
 evaluation, in a temporary workdir, and compares the held-out metrics there
-with the record's (``vcrnn_jax.analysis.verify`` gives the tolerance and
+with the record's (``experiments.reports.verify`` gives the tolerance and
 why). Each configuration is then *current*, *stale* (today's code computes
 other numbers) or *unverifiable* (the prefix could not run here, e.g. a
 corpus is missing), written to ``docs/results/verification.json`` with the
@@ -29,9 +29,8 @@ from absl import flags
 import jax
 
 from experiments import _common
-from vcrnn_jax.analysis import manifest, records, verify
+from experiments.reports import manifest, records, results, verify
 from vcrnn_jax.files import atomic_write
-from vcrnn_jax.papers import results
 
 flags.DEFINE_string('records', str(results.RECORDS), 'Folder of the run '
                     'records.')

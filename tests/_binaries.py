@@ -92,8 +92,10 @@ def _environ(env):
 
 def _forget_binaries() -> None:
   # The next import defines the binary's flags again, with their defaults.
+  # The results machinery defines no flag: it stays, as the library does.
   for name in [m for m in sys.modules
-               if m == 'experiments' or m.startswith('experiments.')]:
+               if (m == 'experiments' or m.startswith('experiments.'))
+               and not m.startswith('experiments.reports')]:
     del sys.modules[name]
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from benchmarks import __main__ as suite
 from benchmarks import _repeat
-from vcrnn_jax.analysis import bench_records
+from experiments.reports import bench_records
 
 RUNS = {
     'unpinned': [

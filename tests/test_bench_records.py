@@ -7,9 +7,8 @@ import subprocess
 import sys
 
 from benchmarks import _record
+from experiments.reports import bench_records, records, results
 from tests import _binaries
-from vcrnn_jax.analysis import bench_records, records
-from vcrnn_jax.papers import results
 
 REPO = _binaries.REPO
 RUNS = {'unpinned': [[{'cell': 'gru', 'hidden': 16, 'ours/flax': 1.2,

@@ -1,4 +1,4 @@
-"""The adaptive-depth results page (vcrnn_jax.papers.depth.results): each
+"""The adaptive-depth results page (experiments.reports.depth.results): each
 verdict follows from synthetic records by its criterion, the tables hold the
 records' numbers, the figures draw, and the page types no result."""
 
@@ -6,9 +6,8 @@ import pathlib
 
 import pytest
 
-from vcrnn_jax.analysis import records
-from vcrnn_jax.papers import results
-from vcrnn_jax.papers.depth import results as depth
+from experiments.reports import records, results
+from experiments.reports.depth import results as depth
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 PAGE = REPO / 'docs' / 'results' / 'depth.md'

@@ -1,4 +1,4 @@
-"""vcrnn_jax.papers.family.summary and experiments/family_summary."""
+"""experiments.reports.family.summary and experiments/family_summary."""
 
 import csv
 import json
@@ -7,9 +7,9 @@ import pathlib
 import _binaries
 import pytest
 
-from vcrnn_jax.papers import results as papers_results
-from vcrnn_jax.papers.family import conclusions, summary
-from vcrnn_jax.papers.family import results as family_results
+from experiments.reports import results as papers_results
+from experiments.reports.family import conclusions, summary
+from experiments.reports.family import results as family_results
 
 
 def _by_count(acc_train, acc_test, steps):

@@ -1,12 +1,12 @@
-"""Run manifests (vcrnn_jax.analysis.manifest): written by every binary when
+"""Run manifests (experiments.reports.manifest): written by every binary when
 it starts, read by the recorder instead of its own environment."""
 
 import json
 
 import pytest
 
+from experiments.reports import manifest, records
 from tests import _binaries
-from vcrnn_jax.analysis import manifest, records
 
 
 def test_capture_reads_the_run_not_the_recorder(tmp_path):
@@ -96,7 +96,7 @@ def _record(**kw):
 
 
 def test_prefix_command_stops_at_the_first_evaluation():
-  from vcrnn_jax.analysis import verify
+  from experiments.reports import verify
   assert verify.prefix_command(_record(), '/w') == [
       'python', '-m', 'experiments.act_parity', '--tau=0.01', '--seed=3',
       '--steps=100', '--workdir=/w']
@@ -111,7 +111,7 @@ def test_prefix_command_stops_at_the_first_evaluation():
 
 
 def test_status_current_stale_unverifiable():
-  from vcrnn_jax.analysis import verify
+  from experiments.reports import verify
   rec = _record()
   same = [{'step': 100, 'loss': 0.5 * (1 + 5e-5), 'sequence_error': 0.25}]
   got = verify.status(rec, same)
@@ -155,7 +155,7 @@ def test_source_tree_sees_a_change_anywhere_in_the_tree(tmp_path):
 
 
 def test_a_run_trained_on_another_device_kind_is_unverifiable_here():
-  from vcrnn_jax.analysis import verify
+  from experiments.reports import verify
   gpu = {'device': {'platform': 'gpu', 'kind': 'NVIDIA H200', 'count': 1}}
   assert verify.other_device({'starts': [gpu]}, 'gpu') is None
   assert verify.other_device({'starts': [gpu]}, 'cpu') == (

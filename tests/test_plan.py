@@ -9,9 +9,8 @@ import time
 
 import pytest
 
+from experiments.reports import plan, records, results
 from tests import _binaries
-from vcrnn_jax.analysis import plan, records
-from vcrnn_jax.papers import results
 
 PLANS = pathlib.Path(__file__).resolve().parents[1] / 'docs/results/plans'
 

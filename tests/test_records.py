@@ -1,4 +1,4 @@
-"""Run records (vcrnn_jax.analysis.records), the generator and its checks.
+"""Run records (experiments.reports.records), the generator and its checks.
 
 The first tests are the guard of the published numbers: every generated
 fragment and figure under docs/results/generated, and every generated block
@@ -13,9 +13,8 @@ import subprocess
 
 import pytest
 
+from experiments.reports import manifest, records, results
 from tests import _binaries
-from vcrnn_jax.analysis import records
-from vcrnn_jax.papers import results
 
 REPO = _binaries.REPO
 RECORDS = REPO / results.RECORDS
@@ -285,7 +284,7 @@ def _act_record(seed, error, ponder=3.0, steps=300_000, wall=100.0):
 
 
 def test_act_headline_counts_seeds_and_decides_by_its_criterion():
-  from vcrnn_jax.papers.act import results as act_results
+  from experiments.reports.act import results as act_results
   main = [_act_record(0, 0.01), _act_record(1, 0.05)]
   text = act_results.main_command_text(main, [])
   assert '**3.00% ± 2.83%**' in text and 'per seed 1.0% / 5.0%' in text
@@ -300,7 +299,7 @@ def test_act_headline_counts_seeds_and_decides_by_its_criterion():
 
 
 def test_act_gpu_run_is_a_curve_with_its_device_and_note():
-  from vcrnn_jax.papers.act import results as act_results
+  from experiments.reports.act import results as act_results
   run = _act_record(0, 0.777, steps=6000)
   run['curve'] = [{'step': 100, 'sequence_error': 0.821, 'ponder': 2.77},
                   {'step': 6000, 'sequence_error': 0.777, 'ponder': 5.68}]
@@ -316,7 +315,7 @@ def test_act_gpu_run_is_a_curve_with_its_device_and_note():
 
 
 def test_act_ponder_slope_from_the_difficulty_report():
-  from vcrnn_jax.papers.act import results as act_results
+  from experiments.reports.act import results as act_results
   run = {'tables': {'difficulty': [
       {'difficulty': d, 'sequence_error': 0.0, 'ponder': 3 + 0.5 * d}
       for d in range(1, 5)]}}
@@ -337,7 +336,7 @@ def test_act_ponder_slope_from_the_difficulty_report():
 
 
 def test_act_tau_sweep_pools_by_tau_and_decides_each_claim(tmp_path):
-  from vcrnn_jax.papers.act import results as act_results
+  from experiments.reports.act import results as act_results
 
   def run(seed, tau, error, slope):
     r = _act_record(seed, error)
@@ -411,7 +410,7 @@ def test_act_tau_sweep_pools_by_tau_and_decides_each_claim(tmp_path):
 
 
 def test_act_sweep_bound_is_decided_over_every_tau_up_to_0_03():
-  from vcrnn_jax.papers.act import results as act_results
+  from experiments.reports.act import results as act_results
 
   def runs(tau, errors):
     out = []
@@ -438,7 +437,7 @@ def test_act_sweep_bound_is_decided_over_every_tau_up_to_0_03():
 
 
 def test_act_avx2_twin_is_paired_with_records_of_its_own_code():
-  from vcrnn_jax.papers.act import results as act_results
+  from experiments.reports.act import results as act_results
 
   def at(commit, seed, error):
     return {**_act_record(seed, error), 'commit': commit * 40}
@@ -462,18 +461,18 @@ def test_tree_commit_dirty_ignores_excluded_folders(tmp_path):
   (tmp_path / 'code.py').write_text('x = 1\n')
   git('add', '.')
   git('-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '-qm', 'c')
-  assert records.tree_commit(tmp_path)[1] is False
+  assert manifest.tree_commit(tmp_path)[1] is False
   (tmp_path / 'records' / 'a.json').write_text('{"new": 1}')
-  assert records.tree_commit(tmp_path)[1] is True
-  assert records.tree_commit(tmp_path, exclude=[tmp_path / 'records'])[
+  assert manifest.tree_commit(tmp_path)[1] is True
+  assert manifest.tree_commit(tmp_path, exclude=[tmp_path / 'records'])[
       1] is False
   (tmp_path / 'code.py').write_text('x = 2\n')
-  assert records.tree_commit(tmp_path, exclude=[tmp_path / 'records'])[
+  assert manifest.tree_commit(tmp_path, exclude=[tmp_path / 'records'])[
       1] is True
 
 
 def test_act_headline_and_summary_show_what_the_cpu_moves():
-  from vcrnn_jax.papers.act import results as act_results
+  from experiments.reports.act import results as act_results
   main = [_act_record(s, e) for s, e in enumerate((0.01, 0.012, 0.008))]
   avx2 = [_act_record(0, 0.05), _act_record(1, 0.012)]
   text = act_results.main_command_text(main, [], None, avx2)
@@ -489,8 +488,8 @@ def test_act_headline_and_summary_show_what_the_cpu_moves():
 
 def test_act_task_claims_pair_act_with_no_act_and_replace_the_summary_row(
     tmp_path):
-  from vcrnn_jax.papers.act import results as act_results
-  from vcrnn_jax.papers.act import task_claims
+  from experiments.reports.act import results as act_results
+  from experiments.reports.act import task_claims
 
   def run(task_flags, seed, error, tau=None, slope=0.0, report=True):
     r = _act_record(seed, error, ponder=1.0 if tau is None else 4.0,
@@ -571,7 +570,7 @@ def test_act_task_claims_pair_act_with_no_act_and_replace_the_summary_row(
 
 
 def test_act_flat_ponder_runs_sit_beside_the_main_command(tmp_path):
-  from vcrnn_jax.papers.act import results as act_results
+  from experiments.reports.act import results as act_results
 
   def run(seed, tau, error, slope, **flags):
     r = _act_record(seed, error, steps=flags.pop('steps', 300_000))

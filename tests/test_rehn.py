@@ -6,6 +6,7 @@ fused or diagonal shortcuts, and are compared with the cells for values and
 (float64, finite-difference) gradients.
 """
 
+import functools
 import math
 
 import chex
@@ -61,13 +62,15 @@ def np_rhn(p, xs, depth, coupled, shared, h0=None, mask_x=None, mask_h=None):
   return np.stack(hs, 1)
 
 
-def np_elastic_step(p, h_prev, x, max_depth, hyper):
-  """Algorithm 1 for ONE row, as written (hyper=False: SREHN)."""
-  e = p['elastic']
-  alpha = _softplus(e['alpha_hat'])                                   # (13)
-  beta = _sigmoid(e['beta_hat'])                                      # (12)
-  alpha_t = _sigmoid(x @ e['input_kernel'] + h_prev @ e['recurrent_kernel']
-                     + e['bias'])                                     # (14)
+def np_elastic_step(p, h_prev, x, max_depth, hyper, open_gate=False):
+  """Algorithm 1 for ONE row, as written (hyper=False: SREHN; open_gate:
+  d = 1 in Eq. 10, every one of max_depth micro-layers)."""
+  if not open_gate:
+    e = p['elastic']
+    alpha = _softplus(e['alpha_hat'])                                 # (13)
+    beta = _sigmoid(e['beta_hat'])                                    # (12)
+    alpha_t = _sigmoid(x @ e['input_kernel']
+                       + h_prev @ e['recurrent_kernel'] + e['bias'])  # (14)
   wx_s, wx_g = np.split(p['input_kernel'], 2, axis=1)
   w_s, w_g = np.split(p['recurrent_kernel'], 2, axis=1)   # W_t^0, h @ W
   b_s, b_g = np.split(p['bias'], 2)
@@ -97,8 +100,8 @@ def np_elastic_step(p, h_prev, x, max_depth, hyper):
     else:
       s = np.tanh(h @ w_s + x_term[0] + b_s)                          # (16)
       g_hat = _sigmoid(h @ w_g + x_term[1] + b_g)
-    d = np.maximum(beta + np.exp(alpha)
-                   - np.exp((alpha + alpha_t) * r), 0.0)              # (11)
+    d = 1.0 if open_gate else np.maximum(
+        beta + np.exp(alpha) - np.exp((alpha + alpha_t) * r), 0.0)   # (11)
     g = d * g_hat                                                     # (10)
     if np.sum(np.abs(g)) > 0 and r <= max_depth:
       depth = r
@@ -108,13 +111,14 @@ def np_elastic_step(p, h_prev, x, max_depth, hyper):
   return h, depth
 
 
-def np_elastic(p, xs, max_depth, hyper, h0=None):
+def np_elastic(p, xs, max_depth, hyper, h0=None, open_gate=False):
   hs = np.zeros(xs.shape[:2] + (H,))
   depths = np.zeros(xs.shape[:2], np.int64)
   for b in range(xs.shape[0]):
     h = np.zeros(H) if h0 is None else h0[b]
     for t in range(xs.shape[1]):
-      h, depths[b, t] = np_elastic_step(p, h, xs[b, t], max_depth, hyper)
+      h, depths[b, t] = np_elastic_step(p, h, xs[b, t], max_depth, hyper,
+                                        open_gate)
       hs[b, t] = h
   return hs, depths
 
@@ -235,6 +239,37 @@ def test_elastic_values_depths_and_gradients_match_algorithm_1(name):
   # Rows and steps realize different depths, below max_depth and above 1.
   assert len(np.unique(depths)) >= 3 and depths.max() < 8, depths
   _check_fd(grads, p, lambda q: np.sum(ref(q)[0] * w), name)
+
+
+@pytest.mark.parametrize('name', ELASTIC)
+def test_open_gate_values_and_gradients_match_numpy(name):
+  cell = _elastic(name, max_depth=4, open_gate=True)
+  params = _perturb(cell.init(jax.random.key(0), D), 1)
+  assert 'elastic' not in params
+  xs = _xs()
+  h0 = 0.5 * np.asarray(_xs(3, shape=(B, H)))
+  w = np.asarray(_xs(9, shape=(B, T, H)))
+
+  def loss(q, cell=cell):
+    _, out = unroll(cell, q, rehn.RHNState(jnp.asarray(h0)), xs)
+    return jnp.sum(out.output * w), out
+
+  (_, out), grads = jax.jit(jax.value_and_grad(loss, has_aux=True))(params)
+  p, np_xs = _np(params), np.asarray(xs)
+  ref = lambda p: np_elastic(p, np_xs, 4, name == 'ei_rehn', h0,
+                             open_gate=True)
+  hs, depths = ref(p)
+  np.testing.assert_array_equal(out.depth, depths)
+  assert (depths == 4).all()
+  np.testing.assert_allclose(out.output, hs, atol=1e-12)
+  _check_fd(grads, p, lambda q: np.sum(ref(q)[0] * w), f'{name} open')
+  scan = _elastic(name, max_depth=4, open_gate=True, loop='scan')
+  (_, out_s), grads_s = jax.jit(jax.value_and_grad(
+      functools.partial(loss, cell=scan), has_aux=True))(params)
+  np.testing.assert_allclose(out_s.output, out.output, atol=1e-12)
+  for a, b in zip(jax.tree_util.tree_leaves(grads_s),
+                  jax.tree_util.tree_leaves(grads)):
+    np.testing.assert_allclose(a, b, atol=1e-10)
 
 
 def test_ei_rehn_with_zero_hypernetwork_is_srehn_at_half_weight():

@@ -1,4 +1,4 @@
-"""EI-REHN's results page (vcrnn_jax.papers.rehn.results): every verdict of
+"""EI-REHN's results page (experiments.reports.rehn.results): every verdict of
 the summary follows from the records by its criterion, and the page types
 no number or verdict outside what the generator writes."""
 
@@ -6,9 +6,8 @@ import pathlib
 
 import pytest
 
-from vcrnn_jax.analysis import records
-from vcrnn_jax.papers import results
-from vcrnn_jax.papers.rehn import results as rehn
+from experiments.reports import records, results
+from experiments.reports.rehn import results as rehn
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 PAGE = REPO / 'docs' / 'results' / 'rehn.md'

@@ -1,9 +1,9 @@
-"""EI-REHN's Table 3 at a small width (vcrnn_jax.papers.rehn.table3): PTB
+"""EI-REHN's Table 3 at a small width (experiments.reports.rehn.table3): PTB
 perplexity by depth, EI-REHN against RHN at each depth and best against
 best, the best chosen on validation."""
 
-from vcrnn_jax.papers.rehn import results as rehn
-from vcrnn_jax.papers.rehn import table3
+from experiments.reports.rehn import results as rehn
+from experiments.reports.rehn import table3
 
 
 def _record(seed: int, valid: float, test: float, depth: float = 2.0):

@@ -11,11 +11,12 @@ import _binaries
 import numpy as np
 import pytest
 
+from experiments.reports import plots
+from experiments.reports.act import plots as act_plots
+from experiments.reports.rehn import plots as rehn_plots
 from vcrnn_jax import act as act_lib
-from vcrnn_jax.analysis import plots, sweep
-from vcrnn_jax.papers.act import plots as act_plots
 from vcrnn_jax.papers.act import sweep as act_sweep
-from vcrnn_jax.papers.rehn import plots as rehn_plots
+from vcrnn_jax.training import sweep
 from vcrnn_jax.training.train import TrainingDiverged
 
 PNG_MAGIC = b'\x89PNG\r\n\x1a\n'
@@ -444,7 +445,7 @@ def test_depth_along_sequence_with_many_labels_and_equal_layers(tmp_path):
 
 
 def test_wide_figures_raise_their_legends_and_labels_to_read_at_column_width():
-  from vcrnn_jax.analysis import plots  # pylint: disable=g-import-not-at-top
+  from experiments.reports import plots  # pylint: disable=g-import-not-at-top
   fig = plots.new_figure((14.0, 4.0))     # shown at half size in the docs
   ax = fig.subplots()
   ax.plot([0, 1], [0, 1], label='a')

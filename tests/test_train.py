@@ -132,6 +132,28 @@ def test_nan_loss_stops_and_keeps_last_good_checkpoint(tmp_path):
   ckpt.close()
 
 
+def test_a_gradient_whose_sum_of_squares_overflows_is_clipped_and_counted(
+    tmp_path):
+  exp = _experiment()
+
+  def loss(params, batch, info):
+    value, metrics = exp.loss(params, batch, info)
+    # Entries of 1e20 on the update of step 2: finite, squares overflow.
+    leaf = jax.tree_util.tree_leaves(params)[0]
+    big = 1e20 * jnp.sum(leaf) * (info.step == 2).astype(leaf.dtype)
+    return value + big - jax.lax.stop_gradient(big), metrics
+
+  bad = Experiment(exp.init, loss, exp.sample, exp.evaluate)
+  config = _config(steps=6, eval_every=3, log_every=1, grad_clip_norm=1.0)
+  train_and_evaluate(bad, config, tmp_path)
+  rows = [json.loads(line) for line in
+          (tmp_path / 'metrics.jsonl').read_text().splitlines()]
+  assert [r.get('train_rescaled_grad_norm_steps') for r in rows] == [1.0,
+                                                                     None]
+  assert all('train_nonfinite_grad_steps' not in r for r in rows)
+  assert all(np.isfinite(r['train_grad_norm']) for r in rows)
+
+
 def test_an_overflowing_gradient_with_a_finite_loss_is_counted_and_said(
     tmp_path, capsys):
   exp = _experiment()

@@ -1,11 +1,11 @@
-"""VC's frontier (vcrnn_jax.papers.vc.frontier): likelihood against
+"""VC's frontier (experiments.reports.vc.frontier): likelihood against
 computation, each VC setting judged against its constant counterpart at its
 own RNN-d, seed by seed."""
 
 import pytest
 
-from vcrnn_jax.papers.vc import frontier
-from vcrnn_jax.papers.vc import results as vc
+from experiments.reports.vc import frontier
+from experiments.reports.vc import results as vc
 
 
 def _record(seed: int, rnn_d: float, bpc: float, steps: int = 6000) -> dict:

@@ -1,11 +1,11 @@
-"""The VC results page (vcrnn_jax.papers.vc.results, docs/results/vc.md):
+"""The VC results page (experiments.reports.vc.results, docs/results/vc.md):
 its summary's verdicts follow from the records by the criteria it prints,
 and the page types no result of its own."""
 
 import pathlib
 
-from vcrnn_jax.papers import results as paper_results
-from vcrnn_jax.papers.vc import results
+from experiments.reports import results as paper_results
+from experiments.reports.vc import results
 
 PAGE = pathlib.Path(__file__).resolve().parents[1] / 'docs/results/vc.md'
 

@@ -1,11 +1,11 @@
-"""Verdicts from records (vcrnn_jax.analysis.verdicts): each label follows
+"""Verdicts from records (experiments.reports.verdicts): each label follows
 from its criterion."""
 
 import statistics
 
 import pytest
 
-from vcrnn_jax.analysis import verdicts
+from experiments.reports import verdicts
 
 
 def test_t_interval_matches_the_t_table():

@@ -435,6 +435,7 @@ class SREHN(CellModule):
   kernel_init: Initializer = _SREHN.kernel_init
   recurrent_kernel_init: Initializer = _SREHN.recurrent_kernel_init
   param_dtype: Any = _SREHN.param_dtype
+  open_gate: bool = _SREHN.open_gate
 
   @nn.nowrap
   def make_cell(self) -> Cell:
@@ -462,6 +463,7 @@ class EIREHN(CellModule):
   param_dtype: Any = _EIREHN.param_dtype
   hyper_size: int | None = None
   hyper_init: Initializer = _EIREHN.hyper_init
+  open_gate: bool = _EIREHN.open_gate
 
   @nn.nowrap
   def make_cell(self) -> Cell:

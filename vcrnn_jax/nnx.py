@@ -864,6 +864,7 @@ class SREHN(_Elastic):
       kernel_init: Initializer = _SREHN.kernel_init,
       recurrent_kernel_init: Initializer = _SREHN.recurrent_kernel_init,
       param_dtype: Any = _SREHN.param_dtype,
+      open_gate: bool = _SREHN.open_gate,
       deterministic: bool = False, rngs: nnx.Rngs):
     self.hidden_features = hidden_features
     self.max_depth = max_depth
@@ -901,6 +902,7 @@ class EIREHN(_Elastic):
       recurrent_kernel_init: Initializer = _EIREHN.recurrent_kernel_init,
       hyper_init: Initializer = _EIREHN.hyper_init,
       param_dtype: Any = _EIREHN.param_dtype,
+      open_gate: bool = _EIREHN.open_gate,
       deterministic: bool = False, rngs: nnx.Rngs):
     self.hidden_features = hidden_features
     self.max_depth = max_depth

@@ -580,18 +580,39 @@ def _elastic_step(layer: _LayerFn, shared, inputs: _Inputs, rows: _Rows,
   return rows, update & jnp.any(opens, axis=-1)
 
 
+def _open_step(layer: _LayerFn, shared, inputs: _Inputs, rows: _Rows,
+               running, n):
+  """Micro-layer ``r = n + 1`` with the gate held open: ``g = g_hat``.
+
+  Eq. 9 with :math:`d_t^r = 1` in Eq. 10: every running row takes the
+  micro-layer, so each runs ``max_depth`` of them (the ablation of the
+  elastic gate, not in the paper).
+  """
+  hm = _drop(rows.h, inputs.mask_h)
+  u = jnp.where(n == 0, inputs.u, jnp.zeros_like(inputs.u))  # I_{r=1}
+  s, g, extra = layer(shared, hm, u, rows.extra)  # (16)/(22)
+  h = g * s + (1 - g) * rows.h                                      # (9)
+  rows = _Rows(h=select_rows(running, h, rows.h),
+               extra=select_rows(running, extra, rows.extra),
+               depth=rows.depth + running.astype(jnp.int32))
+  return rows, running
+
+
 def _elastic_cell(name: str, hidden_size: int, max_depth: int, *,
                   init_extra: Callable[[jax.Array, int], dict],
                   prepare: Callable[[Any, int], tuple[Any, Any]],
                   layer: _LayerFn, transform_bias: float, alpha_init: float,
                   beta_init: float, rate_bias: float, input_dropout: float,
                   state_dropout: float, loop: loops.LoopConfig | str,
-                  kernel_init, recurrent_kernel_init, param_dtype) -> Cell:
+                  kernel_init, recurrent_kernel_init, param_dtype,
+                  open_gate: bool) -> Cell:
   """The elastic-depth driver of :func:`srehn` and :func:`ei_rehn`.
 
   ``init_extra(key, input_size)`` adds params beside the shared ones;
   ``prepare(params, batch) -> (shared, extra_rows)`` gives the loop's
   ``layer`` its (loop-invariant) weights and the initial per-row extras.
+  ``open_gate=True`` holds the gate open (:func:`_open_step`), without the
+  gate's params.
   """
   d = hidden_size = check_positive_int('hidden_size', hidden_size)
   max_depth = check_positive_int('max_depth', max_depth)
@@ -599,7 +620,8 @@ def _elastic_cell(name: str, hidden_size: int, max_depth: int, *,
   (transform_bias, rate_bias, alpha_init, beta_init, input_dropout,
    state_dropout) = _check_elastic(transform_bias, rate_bias, alpha_init,
                                    beta_init, input_dropout, state_dropout)
-  step = functools.partial(_elastic_step, layer)
+  open_gate = check_bool('open_gate', open_gate)
+  step = functools.partial(_open_step if open_gate else _elastic_step, layer)
 
   def init(key, input_size):
     input_size = check_positive_int('input_size', input_size)
@@ -610,6 +632,8 @@ def _elastic_cell(name: str, hidden_size: int, max_depth: int, *,
         alpha_init=alpha_init, beta_init=beta_init, kernel_init=kernel_init,
         recurrent_kernel_init=recurrent_kernel_init, param_dtype=param_dtype)
     params.update(init_extra(k_extra, input_size))
+    if open_gate:
+      del params['elastic']
     return params
 
   def initial_state(batch_size):
@@ -625,21 +649,21 @@ def _elastic_cell(name: str, hidden_size: int, max_depth: int, *,
     mask_x, mask_h = _dropout_masks(context, batch, x.shape[1], d,
                                     input_dropout, state_dropout, dtype)
     x = _drop(x, mask_x)
-    gate, alpha_t = _elastic_gate(params['elastic'], x,
-                                  _drop(state.h, mask_h), dtype)
-    active = (jnp.ones((batch,), bool) if context.active is None
-              else jnp.broadcast_to(jnp.asarray(context.active, bool),
-                                    (batch,)))
-    # Rows whose first gate is closed everywhere, and padded rows, take no
-    # micro-layer: R_t = 0 and h_t = h_{t-1} (Section 3.1, Algorithm 1).
-    running = active & jnp.any(_exponent(gate, alpha_t, 1) < gate.q_open,
-                               axis=-1)
+    running = (jnp.ones((batch,), bool) if context.active is None
+               else jnp.broadcast_to(jnp.asarray(context.active, bool),
+                                     (batch,)))
+    inputs = _Inputs(u=x @ w_in, alpha_t=None, mask_h=mask_h, gate=None)
+    if not open_gate:
+      gate, alpha_t = _elastic_gate(params['elastic'], x,
+                                    _drop(state.h, mask_h), dtype)
+      # Rows whose first gate is closed everywhere, and padded rows, take
+      # no micro-layer: R_t = 0, h_t = h_{t-1} (Section 3.1, Algorithm 1).
+      running &= jnp.any(_exponent(gate, alpha_t, 1) < gate.q_open, axis=-1)
+      inputs = inputs._replace(alpha_t=alpha_t, gate=_GateConstants(*(
+          jnp.broadcast_to(c, alpha_t.shape) for c in gate)))
     weights, extra = prepare(params, batch)
     rows = _Rows(h=state.h, extra=extra,
                  depth=jnp.zeros((batch,), jnp.int32))
-    inputs = _Inputs(u=x @ w_in, alpha_t=alpha_t, mask_h=mask_h,
-                     gate=_GateConstants(*(jnp.broadcast_to(
-                         c, alpha_t.shape) for c in gate)))
     final, _ = loops.halting_loop(step, weights, inputs, rows,
                                   running, max_steps=max_depth, loop=loop)
     return RHNState(h=final.h), REHNOutput(output=final.h, depth=final.depth)
@@ -666,6 +690,7 @@ def srehn(
     recurrent_kernel_init: utils.Initializer = (
         utils.default_recurrent_kernel_init),
     param_dtype: Any = jnp.float32,
+    open_gate: bool = False,
 ) -> Cell:
   r"""Shared-weight RHN with the elastic gate (SREHN, EI-REHN Eq. 9-15).
 
@@ -744,6 +769,11 @@ def srehn(
     recurrent_kernel_init: initialiser of each square recurrent block.
     param_dtype: dtype of the params and of the computation (the elastic
       gate is evaluated in at least float32).
+    open_gate: ``True`` holds the gate open, :math:`d_t^r = 1` in Eq. 10
+      (:math:`g_t^r = \hat g_t^r`), so every row runs ``max_depth``
+      micro-layers and the params have no ``elastic`` entry: the ablation
+      that judges the elastic gate apart from the rest of the cell (not in
+      the paper).
 
   Example:
 
@@ -786,7 +816,8 @@ def srehn(
       alpha_init=alpha_init, beta_init=beta_init, rate_bias=rate_bias,
       input_dropout=input_dropout, state_dropout=state_dropout, loop=loop,
       kernel_init=kernel_init,
-      recurrent_kernel_init=recurrent_kernel_init, param_dtype=param_dtype)
+      recurrent_kernel_init=recurrent_kernel_init, param_dtype=param_dtype,
+      open_gate=open_gate)
 
 
 def _hyper_params(key, hidden: int, hyper_size: int, kernel_init,
@@ -827,6 +858,7 @@ def ei_rehn(
         utils.default_recurrent_kernel_init),
     hyper_init: utils.Initializer = jax.nn.initializers.normal(0.01),
     param_dtype: Any = jnp.float32,
+    open_gate: bool = False,
 ) -> Cell:
   r"""EI-REHN: the elastic gate plus hypernetwork weights (Eq. 9-22, Alg. 1).
 
@@ -973,4 +1005,5 @@ def ei_rehn(
       alpha_init=alpha_init, beta_init=beta_init, rate_bias=rate_bias,
       input_dropout=input_dropout, state_dropout=state_dropout, loop=loop,
       kernel_init=kernel_init,
-      recurrent_kernel_init=recurrent_kernel_init, param_dtype=param_dtype)
+      recurrent_kernel_init=recurrent_kernel_init, param_dtype=param_dtype,
+      open_gate=open_gate)

@@ -24,12 +24,14 @@ devices: the same global batch, split over more devices.
 
 from collections.abc import Callable, Mapping
 import dataclasses
+import functools
 import math
 import pathlib
 import time
 from typing import Any, NamedTuple
 
 import jax
+from jax import lax
 from jax.experimental import multihost_utils
 import jax.numpy as jnp
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
@@ -56,6 +58,8 @@ __all__ = [
     'TrainingDiverged',
     'learning_rate_schedule',
     'make_optimizer',
+    'global_norm',
+    'clip_by_global_norm',
     'clip_by_group_norm',
     'scale_by_key',
     'prepare_workdir',
@@ -219,10 +223,82 @@ def _check_config(config: TrainConfig) -> None:
                      '(steps between two decays).')
 
 
-def _global_norm(tree) -> jax.Array:
+def _sum_of_squares_norm(tree) -> jax.Array:
   # optax.global_norm is deprecated and optax.tree.norm is recent: spell it out.
   return jnp.sqrt(sum(jnp.sum(jnp.square(g))
                       for g in jax.tree_util.tree_leaves(tree)))
+
+
+def _rescaled_norm(leaves) -> jax.Array:
+  """The norm of ``leaves`` computed as ``s * |g / s|``, ``s = max |g|``."""
+  scale = functools.reduce(jnp.maximum, [jnp.max(jnp.abs(g)) for g in leaves])
+  # s = 0 (every entry 0) or s = inf (an infinite entry): divide by 1, so
+  # the norm is 0 or inf as it should be, never 0 / 0.
+  scale = jnp.where((scale > 0) & jnp.isfinite(scale), scale,
+                    jnp.ones_like(scale))
+  return scale * jnp.sqrt(sum(jnp.sum(jnp.square(g / scale)) for g in leaves))
+
+
+def _finite_or_rescaled(norm: jax.Array, leaves) -> jax.Array:
+  """``norm`` where it is finite; the rescaled norm of ``leaves`` where not.
+
+  A sum of squares overflows float32 once one entry passes about 1.8e19,
+  far below the largest finite gradient (3.4e38): every gradient finite,
+  the norm ``inf``, and a clip by ``max_norm / norm`` turns the update into
+  zero. The rescaled norm is computed only then (a ``lax.cond``), so a norm
+  that does not overflow is the plain one, to the bit.
+  """
+  if not leaves:
+    return norm
+  return lax.cond(jnp.isfinite(norm), lambda: norm,
+                  lambda: _rescaled_norm(leaves).astype(norm.dtype))
+
+
+def global_norm(tree) -> jax.Array:
+  r"""The global L2 norm of a pytree, finite whenever every entry is.
+
+  :math:`\sqrt{\sum_i g_i^2}`, as ``optax.global_norm``; where that sum of
+  squares overflows (float32: one entry above about 1.8e19) it is computed
+  as :math:`s \sqrt{\sum_i (g_i / s)^2}`, :math:`s = \max_i |g_i|`. It is
+  ``inf`` only when an entry is, and NaN only when an entry is.
+
+  Example:
+
+    >>> import jax.numpy as jnp
+    >>> from vcrnn_jax.training import train
+    >>> float(train.global_norm({'a': jnp.array([3e20, 4e20], jnp.float32)}))
+    5.000000...e+20
+  """
+  leaves = jax.tree_util.tree_leaves(tree)
+  return _finite_or_rescaled(_sum_of_squares_norm(leaves), leaves)
+
+
+def clip_by_global_norm(max_norm: float) -> optax.GradientTransformation:
+  """``optax.clip_by_global_norm`` with the norm of :func:`global_norm`.
+
+  The same update as optax's, to the bit, whenever the sum of squares of
+  the updates is finite; where it overflows, optax's norm is ``inf`` and its
+  clip returns zero updates (a step that silently does nothing), this one
+  rescales them to ``max_norm`` in the direction they had. Stateless, with
+  optax's (empty) state, so checkpoints keep their layout.
+  """
+  optax_norm = getattr(getattr(optax, 'tree', None), 'norm', None)
+
+  def update_fn(updates, state, params=None):
+    del params
+    leaves = jax.tree_util.tree_leaves(updates)
+    # optax's own norm first (the bit-exact path), then the fallback.
+    norm = (optax_norm(updates) if optax_norm is not None
+            else optax.global_norm(updates))
+    norm = _finite_or_rescaled(norm, leaves)
+    trigger = jnp.squeeze(norm < max_norm)
+
+    def clip(t):
+      return lax.select(trigger, t, (t / norm.astype(t.dtype)) * max_norm)
+
+    return jax.tree_util.tree_map(clip, updates), state
+
+  return optax.GradientTransformation(optax.init_empty_state, update_fn)
 
 
 def learning_rate_schedule(config: TrainConfig):
@@ -258,7 +334,7 @@ def make_optimizer(config: TrainConfig) -> optax.GradientTransformation:
   if config.clip_apart:
     parts.append(clip_by_group_norm(config.grad_clip_norm, config.clip_apart))
   elif config.grad_clip_norm is not None:
-    parts.append(optax.clip_by_global_norm(config.grad_clip_norm))
+    parts.append(clip_by_global_norm(config.grad_clip_norm))
   after = [scale_by_key(config.lr_scales)] if config.lr_scales else []
   tx = optax.chain(*parts, core, *after) if parts or after else core
   return _standard_promotion(tx)
@@ -321,11 +397,14 @@ def clip_by_group_norm(max_norm: float, names) -> optax.GradientTransformation:
     del params
     flat, treedef = jax.tree_util.tree_flatten_with_path(updates)
     ids = [group(path) for path, _ in flat]
-    squares = {}
+    squares, members = {}, {}
     for i, (_, leaf) in zip(ids, flat):
       squares[i] = squares.get(i, 0.0) + jnp.sum(jnp.square(leaf))
-    scale = {i: jnp.minimum(1.0, max_norm / jnp.maximum(jnp.sqrt(sq), 1e-30))
+      members.setdefault(i, []).append(leaf)
+    norms = {i: _finite_or_rescaled(jnp.sqrt(sq), members[i])
              for i, sq in squares.items()}
+    scale = {i: jnp.minimum(1.0, max_norm / jnp.maximum(norm, 1e-30))
+             for i, norm in norms.items()}
     leaves = [(leaf * scale[i]).astype(leaf.dtype)
               for i, (_, leaf) in zip(ids, flat)]
     return jax.tree_util.tree_unflatten(treedef, leaves), state
@@ -501,7 +580,10 @@ def train_step(experiment: Experiment, tx: optax.GradientTransformation,
 
   Returns:
     The next state (step + 1) and the loss function's metrics with
-    ``grad_norm`` (before clipping) and ``loss_total`` (the loss itself).
+    ``grad_norm`` (before clipping, :func:`global_norm`),
+    ``grad_norm_rescaled`` (1.0 where the plain sum of squares overflowed
+    and the norm is the rescaled one, else 0.0) and ``loss_total`` (the loss
+    itself).
   """
   info = StepInfo(key, state.step, state.carry)
   (loss, aux), grads = jax.value_and_grad(
@@ -512,9 +594,16 @@ def train_step(experiment: Experiment, tx: optax.GradientTransformation,
   with jax.numpy_dtype_promotion('standard'):
     updates, opt_state = tx.update(grads, state.opt_state, state.params)
   params = optax.apply_updates(state.params, updates)
-  metrics = dict(metrics, grad_norm=_global_norm(grads))
+  leaves = jax.tree_util.tree_leaves(grads)
+  plain = _sum_of_squares_norm(leaves)
+  norm = _finite_or_rescaled(plain, leaves)
+  # Steps whose plain norm overflowed and were clipped by the rescaled one
+  # (counted at each evaluation, logged only where there were some).
+  rescaled = (~jnp.isfinite(plain)) & jnp.isfinite(norm)
+  metrics = dict(metrics, grad_norm=norm,
+                 grad_norm_rescaled=rescaled.astype(jnp.float32))
   for name in clip_apart:   # the share of each group clipped apart
-    metrics[f'grad_norm_{name}'] = _global_norm(_leaves_under(grads, name))
+    metrics[f'grad_norm_{name}'] = global_norm(_leaves_under(grads, name))
   metrics['loss_total'] = loss
   return TrainState(params, opt_state, state.step + 1, state.data_key,
                     carry), metrics
@@ -660,7 +749,13 @@ class _Logbook:
 
   def evaluated(self, step: int, rate: float, held_out: dict) -> None:
     results = {f'train_{k}': float(np.mean([m[k] for m in self.window]))
-               for k in (self.window[0] if self.window else {})}
+               for k in (self.window[0] if self.window else {})
+               if k != 'grad_norm_rescaled'}
+    # Updates whose sum of squares overflowed, clipped by the rescaled norm
+    # (global_norm): present only when some were.
+    rescaled = sum(m.get('grad_norm_rescaled', 0.0) > 0 for m in self.window)
+    if rescaled:
+      results['train_rescaled_grad_norm_steps'] = float(rescaled)
     # A finite loss with an overflowing gradient passes the NaN guard, and
     # clipping by global norm turns its update into zero: a run can stop
     # learning silently. The count appears only when some update had one.

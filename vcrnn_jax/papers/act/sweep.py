@@ -71,17 +71,16 @@ from typing import (
 import jax
 
 from vcrnn_jax import loops
-from vcrnn_jax.analysis import sweep
-from vcrnn_jax.analysis.sweep import (
+from vcrnn_jax.core import check_positive_int
+from vcrnn_jax.files import atomic_write
+from vcrnn_jax.papers.act import tasks as act_tasks
+from vcrnn_jax.training import distributed, sweep
+from vcrnn_jax.training.sweep import (
   DIVERGED_FILENAME,
   read_rows,
   run_key,
   upsert_rows,
 )
-from vcrnn_jax.core import check_positive_int
-from vcrnn_jax.files import atomic_write
-from vcrnn_jax.papers.act import tasks as act_tasks
-from vcrnn_jax.training import distributed
 from vcrnn_jax.training.train import (
   TrainConfig,
   TrainingDiverged,
@@ -338,7 +337,7 @@ def _manifest(config: SweepConfig) -> dict:
 def check_manifest(workdir, config: SweepConfig, *, chief: bool = True
                    ) -> None:
   """Writes ``sweep.json`` (if ``chief``), or checks ``config`` against it
-  (see :func:`vcrnn_jax.analysis.sweep.check_manifest`)."""
+  (see :func:`vcrnn_jax.training.sweep.check_manifest`)."""
   sweep.check_manifest(workdir, _manifest(config), _MUTABLE_SETTINGS,
                        chief=chief)
 

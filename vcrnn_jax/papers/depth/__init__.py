@@ -8,9 +8,7 @@ difficulty).
 
 * :mod:`~vcrnn_jax.papers.depth.logic`: the model (a shared Transformer
   block, its depth per token, per example or fixed), its experiment on the
-  token logic task and the run of ``experiments.depth_logic``'s flags;
-* :mod:`~vcrnn_jax.papers.depth.results`: the results page's fragments and
-  figures from the run records of ``experiments.depth_logic``.
+  token logic task and the run of ``experiments.depth_logic``'s flags.
 """
 
 # Nothing at the package level: the modules listed above are the API.

@@ -7,11 +7,6 @@
   VCGRU on Skip-RNN's adding task (Campos et al. 2018, Sec. 4.1).
 * :mod:`~vcrnn_jax.papers.family.runs`: the two binaries' runs from their
   flag values.
-* :mod:`~vcrnn_jax.papers.family.summary`: the runs of both, collected into
-  tables (mean and spread over seeds); :mod:`~vcrnn_jax.papers.family.plots`
-  draws them; :mod:`~vcrnn_jax.papers.family.conclusions` judges each claim
-  from the records; :mod:`~vcrnn_jax.papers.family.results` gives the
-  results page's generated files.
 """
 
 # Nothing at the package level: the modules listed above are the API.

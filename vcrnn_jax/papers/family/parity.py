@@ -49,7 +49,7 @@ reproductions, with the reverse KL) and epsilon = 0.05; ACT tau = 0.01
 (ACT Sec. 3); Repeat rho = 3 (a small rho, as Fojo et al. compare).
 A method *solves* a range at accuracy :data:`SOLVED` (0.95); the
 extrapolation of a method that did not solve its training range is not
-judged (:mod:`vcrnn_jax.papers.family.summary`).
+judged.
 """
 
 from collections.abc import Callable

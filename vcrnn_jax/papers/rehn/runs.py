@@ -180,7 +180,10 @@ def _ptb_spec(values: Mapping[str, Any]) -> rehn_tasks.ModelSpec:
           else values['transform_bias']),
       state_dropout=values['drop_state'], init_scale=values['init_scale'],
       loop=loops.LoopConfig(values['loop'],
-                            checkpoints=values['ponder_slots']))
+                            checkpoints=values['ponder_slots']),
+      # Flags added after the first runs: older runs' values lack them.
+      open_gate=values.get('gate', 'elastic') == 'open',
+      alpha_init=values.get('alpha_init'))
 
 
 def ptb_setup(values: Mapping[str, Any], ds: data.Dataset) -> PtbRun:

@@ -23,10 +23,9 @@ import jax
 import numpy as np
 
 from vcrnn_jax import cells, loops, registry, rehn
-from vcrnn_jax.analysis import sweep
 from vcrnn_jax.core import Cell, check_positive_int
 from vcrnn_jax.models import symmetric_uniform
-from vcrnn_jax.training import metric_writer
+from vcrnn_jax.training import metric_writer, sweep
 from vcrnn_jax.training.train import (
   Experiment,
   TrainConfig,
@@ -69,6 +68,8 @@ class ModelSpec(NamedTuple):
   state_dropout: float = 0.0
   init_scale: float | None = None   # U(-s, s) weights (Zilly et al.: 0.04)
   loop: loops.LoopConfig = loops.LoopConfig()   # srehn/ei_rehn: cost only
+  open_gate: bool = False         # srehn/ei_rehn: True holds the gate open
+  alpha_init: float | None = None   # srehn/ei_rehn: None, the cell's (0.1)
 
   @property
   def name(self) -> str:
@@ -76,6 +77,10 @@ class ModelSpec(NamedTuple):
     extra = f'_d{self.depth}' if self.cell in ('rhn', 'srhn') else ''
     if self.cell in ELASTIC:
       extra = f'_rmax{self.max_depth}'
+      if self.alpha_init is not None:
+        extra += f'_alpha{self.alpha_init:g}'
+      if self.open_gate:
+        extra += '_open'
     return f'{self.cell}{self.hidden_size}{extra}'
 
 
@@ -107,6 +112,10 @@ def build_cell(spec: ModelSpec) -> Cell:
     return registry.build_cell(spec.cell, h, **kwargs, depth=check_positive_int(
         'depth', spec.depth))
   kwargs.update(max_depth=spec.max_depth, loop=spec.loop)
+  if spec.open_gate:
+    kwargs['open_gate'] = True
+  if spec.alpha_init is not None:
+    kwargs['alpha_init'] = spec.alpha_init
   if spec.cell == 'ei_rehn':
     kwargs['hyper_size'] = hyper_size(spec)
   return registry.build_cell(spec.cell, h, **kwargs)

@@ -1,9 +1,8 @@
 """VCRNN / VCGRU (Jernite et al. 2017, Sec. 5): language models and analysis.
 
 * :mod:`~vcrnn_jax.papers.vc.lm`: the five cells compared, the penalty of
-  Eq. 10 and the sharpness schedule, the scheduler's analysis;
-* :mod:`~vcrnn_jax.papers.vc.plots`: where the scheduler computes (Fig. 2,
-  3, 5; Table 2);
+  Eq. 10 and the sharpness schedule, the scheduler's analysis (the data of
+  Fig. 2, 3, 5 and Table 2);
 * :mod:`~vcrnn_jax.papers.vc.runs`: the binaries' runs from their flag
   values.
 """

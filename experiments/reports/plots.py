@@ -12,10 +12,10 @@
 * :func:`check_layers`, :func:`label_stride` and :func:`layer_offsets`: the
   per-layer values and axes of per-step plots.
 
-matplotlib (an install requirement) is imported only when a function is
-called, so that importing the library does not load it. The papers' figures
-are in :mod:`vcrnn_jax.papers` (``act.plots``, ``rehn.plots``,
-``vc.plots``).
+matplotlib is imported only when a function is called, so that a binary
+that draws nothing does not load it. The papers' figures are in the pages'
+packages beside this module (``act.plots``, ``rehn.plots``, ``vc.plots``,
+``family.plots``).
 """
 
 from collections.abc import Mapping, Sequence
@@ -55,7 +55,7 @@ def matplotlib_api():
     from matplotlib.figure import Figure
   except ImportError as e:
     raise ImportError(
-        'vcrnn_jax.analysis.plots needs matplotlib, an install requirement '
+        'experiments.reports.plots needs matplotlib, an install requirement '
         'of vcrnn_jax: pip install matplotlib.') from e
   return Figure, FigureCanvasAgg, colors, cm
 

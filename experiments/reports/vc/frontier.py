@@ -28,7 +28,7 @@ The verdict compares a VC setting with the frontier of its constant
 counterpart (VCRNN with Elman, VCGRU with GRU) *at the VC run's own RNN-d*,
 seed by seed: the counterpart's held-out metric of the same seed,
 interpolated linearly in RNN-d between its two nearest widths, minus the VC
-run's. :func:`vcrnn_jax.analysis.verdicts.sign_every_seed` decides on those
+run's. :func:`experiments.reports.verdicts.sign_every_seed` decides on those
 gains; a VC run whose RNN-d lies outside the widths trained has no
 interpolated counterpart and does not count.
 """
@@ -37,7 +37,7 @@ from collections.abc import Mapping, Sequence
 import re
 from typing import Any, NamedTuple
 
-from vcrnn_jax.analysis import plots, records, verdicts, verify
+from experiments.reports import plots, records, verdicts, verify
 
 __all__ = [
     'FRONTIER',

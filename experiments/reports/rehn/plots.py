@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from vcrnn_jax.analysis import plots
-from vcrnn_jax.analysis.plots import (
+from experiments.reports import plots
+from experiments.reports.plots import (
   check_layers,
   label_stride,
   layer_offsets,

@@ -11,7 +11,7 @@ The experiments (folders of records) this module reads:
 
 :func:`outputs` gives the page's summary (``rehn/summary.md``: one row per
 claim of the paper, its number from the constants below, ours from the
-records, and a verdict of :mod:`vcrnn_jax.analysis.verdicts` with its
+records, and a verdict of :mod:`experiments.reports.verdicts` with its
 criterion), tables (``rehn/table1.md``, ``rehn/table2.md``: mean ±
 standard deviation over seeds, every seed listed, each group's
 verification status) and figures (``rehn/table1_curves.svg``: validation
@@ -26,8 +26,8 @@ that the records' copies agree.
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from vcrnn_jax.analysis import records, verdicts, verify
-from vcrnn_jax.papers.rehn import table3
+from experiments.reports import records, verdicts, verify
+from experiments.reports.rehn import table3
 from vcrnn_jax.papers.rehn import tasks as rehn_tasks
 
 __all__ = [
@@ -210,7 +210,7 @@ def ranking_text(models: Mapping[str, list], key: str, what: str, *,
 def status_lines(models: Mapping[str, list], prefix: str,
                  statuses: Mapping[str, Mapping[str, Any]]) -> str:
   """Per records group of a table, whether today's code still computes
-  its records (:func:`vcrnn_jax.analysis.verify.status_line`)."""
+  its records (:func:`experiments.reports.verify.status_line`)."""
   return '\n'.join(
       f'- {name(n)}: {verify.status_line(prefix + n, runs, statuses)}'
       for n, runs in models.items()) + '\n'
@@ -532,7 +532,7 @@ def _har_setting(models: Mapping[str, list], pair: Sequence[str]) -> str:
 def ptb_rows(groups=None) -> list[Row]:
   """Tables 3 and 4 (PTB): the paper's configuration is a GPU job and has
   no record; Table 3's comparison at a small width, where recorded
-  (:mod:`vcrnn_jax.papers.rehn.table3`), comes first."""
+  (:mod:`experiments.reports.rehn.table3`), comes first."""
   small = [Row(*r) for r in table3.rows(
       groups or {}, {d: p.mean for d, p in TABLE3_RHN.items()},
       {d: p.mean for d, p in TABLE3_EI_REHN.items()})]

@@ -1,16 +1,16 @@
 """The family page's generated files, from the run records.
 
 :func:`outputs` is what ``python -m experiments.results`` asks of this
-paper: the conclusions (:mod:`~vcrnn_jax.papers.family.conclusions`), and
+paper: the conclusions (:mod:`~experiments.reports.family.conclusions`), and
 the tables and figures of each parity setup and of the adding task
-(:mod:`~vcrnn_jax.papers.family.summary`).
+(:mod:`~experiments.reports.family.summary`).
 """
 
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from vcrnn_jax.analysis import records
-from vcrnn_jax.papers.family import conclusions, summary
+from experiments.reports import records
+from experiments.reports.family import conclusions, summary
 
 __all__ = ['outputs']
 

@@ -12,7 +12,7 @@ For each task with records, :func:`outputs` writes
   seed, its mean, the ponder and the slope of ponder per unit of difficulty
   (the task's ``difficulty.csv``);
 * ``act/<task>_verdicts.md``: the paper's claims for the task, each decided
-  by a criterion of :mod:`vcrnn_jax.analysis.verdicts` printed beside it;
+  by a criterion of :mod:`experiments.reports.verdicts` printed beside it;
 * ``act/<task>_difficulty.svg``: sequence error and ponder against the
   difficulty of the paper's Figs. 10, 14 and 19, one line per seed.
 
@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 import dataclasses
 from typing import Any
 
-from vcrnn_jax.analysis import plots, records, verdicts, verify
+from experiments.reports import plots, records, verdicts, verify
 
 __all__ = [
     'Task',

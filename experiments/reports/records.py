@@ -32,7 +32,7 @@ key              what
                  rows, unless ``results`` holds it under the same name
 ``note``         free text: what the numbers do not say (a shared machine)
 ``starts``       the run's manifest, one entry per start
-                 (:mod:`vcrnn_jax.analysis.manifest`): command, commit, dirty
+                 (:mod:`experiments.reports.manifest`): command, commit, dirty
                  state, versions, device, CPU and instruction sets, data
                  digests, as read when each segment started; ``[]`` for a run
                  that wrote none
@@ -52,7 +52,7 @@ says so, and ``experiments.record`` refuses it unless forced).
 finds the workdirs under a folder, :func:`read_records` loads a folder of
 records and :func:`mean_std`, :func:`aggregate` and :func:`markdown_table`
 turn them into tables. What a paper's pages show from its records is in
-that paper's ``results`` module (:mod:`vcrnn_jax.papers.results` lists
+that paper's ``results`` module (:mod:`experiments.reports.results` lists
 them).
 
 Example::
@@ -67,23 +67,20 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 import contextlib
 import csv
 import hashlib
-import importlib.metadata
 import json
 import math
 import os
 import pathlib
-import platform
 import re
 import shlex
 import statistics
-import subprocess
 from typing import Any, NamedTuple
 
+from experiments.reports import manifest
 from vcrnn_jax.files import atomic_write
 
 __all__ = [
     'FORMAT',
-    'PACKAGES',
     'MAX_POINTS',
     'MAX_LIST',
     'MAX_TABLE_BYTES',
@@ -95,9 +92,7 @@ __all__ = [
     'thin',
     'curve',
     'wall_seconds',
-    'versions',
     'machine',
-    'tree_commit',
     'read_table',
     'binary_of',
     'fingerprint',
@@ -129,9 +124,6 @@ __all__ = [
 ]
 
 FORMAT = 1
-# Packages whose versions can move a result (XLA's code generation is in
-# jaxlib; the initialisers in flax; the optimizers in optax).
-PACKAGES = ('jax', 'jaxlib', 'flax', 'optax', 'numpy', 'orbax-checkpoint')
 MAX_POINTS = 31
 MAX_LIST = 200
 MAX_TABLE_BYTES = 20_000
@@ -228,50 +220,11 @@ def wall_seconds(workdir, rows: Sequence[Mapping[str, Any]]) -> float | None:
   return round(total, 1)
 
 
-def versions() -> dict:
-  """Python's version and those of :data:`PACKAGES` installed here."""
-  out = {'python': platform.python_version()}
-  for name in PACKAGES:
-    try:
-      out[name] = importlib.metadata.version(name)
-    except importlib.metadata.PackageNotFoundError:
-      out[name] = None
-  return out
-
-
 def machine(name: str) -> dict:
   """``name`` with this machine's CPU model, cores and memory (GiB)."""
-  from vcrnn_jax.analysis import manifest  # pylint: disable=g-import-not-at-top
   cpu = manifest.cpu_info()
   return {'name': name, 'cpu': cpu['model'], 'cores': cpu['cores'],
           'memory_gib': cpu['memory_gib']}
-
-
-def tree_commit(tree, exclude=()) -> tuple[str, bool]:
-  """``(commit, dirty)`` of the git tree at ``tree``: HEAD's full hash and
-  whether tracked files differ from it, outside the folders ``exclude``
-  (paths inside ``tree``: a run's own output folder, whose records it
-  rewrites as it goes).
-
-  Raises:
-    ValueError: ``tree`` is not in a git work tree.
-  """
-  def git(*args):
-    return subprocess.run(['git', '-C', str(tree), *args], check=True,
-                          capture_output=True, text=True).stdout.strip()
-  root = pathlib.Path(tree).resolve()
-  skip = []
-  for path in (pathlib.Path(p).resolve() for p in exclude):
-    if path.is_relative_to(root):
-      skip.append(f':(exclude){path.relative_to(root)}')
-  try:
-    commit = git('rev-parse', 'HEAD')
-    dirty = bool(git('status', '--porcelain', '--untracked-files=no',
-                     '--', '.', *skip))
-  except (OSError, subprocess.CalledProcessError) as e:
-    raise ValueError(f'{tree} is not a git work tree (git: '
-                     f'{getattr(e, "stderr", e)!s}'.strip() + ')') from None
-  return commit, dirty
 
 
 def _drop_long_lists(value: Any) -> Any:
@@ -359,7 +312,6 @@ def make_record(workdir, *, command: str | None = None,
     ValueError: ``workdir`` holds no ``metrics.jsonl``, or has no manifest
       and no ``command`` or ``commit`` was given.
   """
-  from vcrnn_jax.analysis import manifest  # pylint: disable=g-import-not-at-top
   workdir = pathlib.Path(workdir)
   rows = read_metrics(workdir)
   flags_path = workdir / FLAGS_FILE
@@ -394,7 +346,7 @@ def make_record(workdir, *, command: str | None = None,
       'format': FORMAT, 'command': command, 'binary': binary_of(command),
       'flags': flags, 'seed': seed, 'steps': rows[-1]['step'],
       'commit': commit, 'dirty': bool(dirty),
-      'versions': dict(versions_info or versions()),
+      'versions': dict(versions_info or manifest.package_versions()),
       'machine': dict(machine_info),
       'wall_s': wall_seconds(workdir, rows),
       'final': final, 'curve': curve(rows, max_points),
@@ -677,8 +629,8 @@ def stale_outputs(outputs: Sequence[Output], folder) -> list[str]:
   file is missing, a file no output names. Empty when current."""
   folder = pathlib.Path(folder)
   manifest_path = folder / MANIFEST
-  manifest = (json.loads(manifest_path.read_text())
-              if manifest_path.is_file() else {})
+  hashes = (json.loads(manifest_path.read_text())
+            if manifest_path.is_file() else {})
   stale = []
   for out in outputs:
     path = folder / out.path
@@ -686,7 +638,7 @@ def stale_outputs(outputs: Sequence[Output], folder) -> list[str]:
       stale.append(f'{out.path}: missing')
     elif out.text is not None and path.read_text() != out.text:
       stale.append(f'{out.path}: text differs from the records')
-    elif manifest.get(out.path) != out.digest():
+    elif hashes.get(out.path) != out.digest():
       stale.append(f'{out.path}: drawn from other inputs than the records')
   names = {o.path for o in outputs} | {MANIFEST}
   for path in sorted(folder.glob('**/*')):
@@ -747,7 +699,7 @@ def save_svg(fig, path) -> pathlib.Path:
   """Writes ``fig`` as SVG under :func:`stable_svg`."""
   path = pathlib.Path(path)
   path.parent.mkdir(parents=True, exist_ok=True)
-  from vcrnn_jax.analysis import plots  # pylint: disable=g-import-not-at-top
+  from experiments.reports import plots  # pylint: disable=g-import-not-at-top
   plots.legible(fig)
   with stable_svg():
     fig.savefig(path, format='svg', metadata={'Date': None})
@@ -775,7 +727,7 @@ def draw_curves(series: Mapping[str, Mapping[str, Sequence]], path, *,
     scale: multiplies every value (100 for percentages).
     steps_per_unit: divides every step (1000 for thousands of steps).
   """
-  from vcrnn_jax.analysis import plots  # pylint: disable=g-import-not-at-top
+  from experiments.reports import plots  # pylint: disable=g-import-not-at-top
   fig = plots.new_figure((7.0, 4.0))
   ax = fig.subplots()
   for i, (label, runs) in enumerate(series.items()):

@@ -16,13 +16,16 @@ key           what
 ``argv``      the arguments after the program, as given
 ``commit``    HEAD of the source tree the binary ran from (None outside git)
 ``dirty``     whether tracked files differed from ``commit``
-``versions``  Python and :data:`~vcrnn_jax.analysis.records.PACKAGES`
+``versions``  Python and :data:`PACKAGES`
 ``device``    JAX's backend, device kind and count
 ``cpu``       CPU model, cores, memory and the instruction sets that change
               the code XLA emits (:data:`ISA_FLAGS` found in ``/proc/cpuinfo``)
 ``env``       the environment variables that change XLA's code or JAX's
               numerics (:data:`ENV_KEYS`), where set
 ``data``      per data file the run reads: its path and sha256
+``flags``     every flag value of the binary at that start, by name (the
+              binaries add it; :func:`vcrnn_jax.papers.runs.load_run`
+              rebuilds the run from it)
 ============  ================================================================
 
 Example::
@@ -35,11 +38,13 @@ Example::
 
 from collections.abc import Iterable, Mapping, Sequence
 import hashlib
+import importlib.metadata
 import json
 import os
 import pathlib
 import platform
 import shlex
+import subprocess
 import time
 from typing import Any
 
@@ -48,11 +53,14 @@ from vcrnn_jax.files import PathLike
 __all__ = [
     'FORMAT',
     'FILE',
+    'PACKAGES',
     'ISA_FLAGS',
     'ENV_KEYS',
     'data_digests',
     'cpu_info',
     'device_info',
+    'package_versions',
+    'tree_commit',
     'source_tree',
     'command_line',
     'capture',
@@ -63,6 +71,9 @@ __all__ = [
 
 FORMAT = 1
 FILE = 'manifest.jsonl'
+# Packages whose versions can move a result (XLA's code generation is in
+# jaxlib; the initialisers in flax; the optimizers in optax).
+PACKAGES = ('jax', 'jaxlib', 'flax', 'optax', 'numpy', 'orbax-checkpoint')
 # Instruction sets that change the kernels XLA:CPU emits (vector width,
 # fused multiply-add, bf16 and int8 dot products, matrix tiles): two CPUs
 # that differ in these can round differently.
@@ -129,13 +140,50 @@ def device_info() -> dict:
           'kind': devices[0].device_kind, 'count': len(devices)}
 
 
+def package_versions() -> dict:
+  """Python's version and those of :data:`PACKAGES` installed here."""
+  out = {'python': platform.python_version()}
+  for name in PACKAGES:
+    try:
+      out[name] = importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+      out[name] = None
+  return out
+
+
+def tree_commit(tree, exclude=()) -> tuple[str, bool]:
+  """``(commit, dirty)`` of the git tree at ``tree``: HEAD's full hash and
+  whether tracked files differ from it, outside the folders ``exclude``
+  (paths inside ``tree``: a run's own output folder, whose records it
+  rewrites as it goes).
+
+  Raises:
+    ValueError: ``tree`` is not in a git work tree.
+  """
+  def git(*args):
+    return subprocess.run(['git', '-C', str(tree), *args], check=True,
+                          capture_output=True, text=True).stdout.strip()
+  root = pathlib.Path(tree).resolve()
+  skip = []
+  for path in (pathlib.Path(p).resolve() for p in exclude):
+    if path.is_relative_to(root):
+      skip.append(f':(exclude){path.relative_to(root)}')
+  try:
+    commit = git('rev-parse', 'HEAD')
+    dirty = bool(git('status', '--porcelain', '--untracked-files=no',
+                     '--', '.', *skip))
+  except (OSError, subprocess.CalledProcessError) as e:
+    raise ValueError(f'{tree} is not a git work tree (git: '
+                     f'{getattr(e, "stderr", e)!s}'.strip() + ')') from None
+  return commit, dirty
+
+
 def source_tree(tree: PathLike) -> tuple[str | None, bool | None]:
   """``(commit, dirty)`` of the git work tree holding ``tree``
-  (:func:`vcrnn_jax.analysis.records.tree_commit`); ``(None, None)``
+  (:func:`tree_commit`); ``(None, None)``
   outside git (an installed package)."""
-  from vcrnn_jax.analysis import records  # pylint: disable=g-import-not-at-top
   try:
-    return records.tree_commit(tree)
+    return tree_commit(tree)
   except ValueError:
     return None, None
 
@@ -157,15 +205,14 @@ def capture(argv: Sequence[str], *, module: str, tree: PathLike,
       state covers every tracked file under it).
     data_paths: the data files or folders the run reads.
     versions: Python's and the packages' versions (default: this
-      interpreter's, :func:`vcrnn_jax.analysis.records.versions`).
+      interpreter's, :func:`package_versions`).
   """
-  from vcrnn_jax.analysis import records  # pylint: disable=g-import-not-at-top
   commit, dirty = source_tree(tree)
   env = {k: os.environ[k] for k in ENV_KEYS if k in os.environ}
   return {'format': FORMAT, 'started': round(time.time(), 1),
           'command': command_line(module, argv), 'argv': list(argv),
           'commit': commit, 'dirty': dirty,
-          'versions': dict(versions or records.versions()),
+          'versions': dict(versions or package_versions()),
           'device': device_info(), 'cpu': cpu_info(), 'env': env,
           'data': data_digests(data_paths)}
 

@@ -29,8 +29,8 @@ from collections.abc import Mapping, Sequence
 import statistics
 from typing import Any
 
-from vcrnn_jax.analysis import plots, records, verdicts, verify
-from vcrnn_jax.papers.act import task_claims
+from experiments.reports import plots, records, verdicts, verify
+from experiments.reports.act import task_claims
 
 __all__ = [
     'MAIN',
@@ -323,7 +323,7 @@ def summary_text(main: Sequence[Mapping[str, Any]],
   ``main``); Fig. 4 over every tau of ``sweep`` (:func:`sweep_groups`)
   once it holds more than the main command's; the claims of logic,
   addition and sort from their records in ``groups``
-  (:mod:`~vcrnn_jax.papers.act.task_claims`)."""
+  (:mod:`~experiments.reports.act.task_claims`)."""
   if avx2_base is None:
     avx2_base = main
   groups = groups or {}
@@ -782,7 +782,7 @@ def outputs(groups: Mapping[str, Sequence[Mapping[str, Any]]],
             statuses: Mapping[str, Mapping[str, Any]] | None = None
             ) -> list[records.Output]:
   """Every generated ACT file, from the records grouped by experiment
-  (:func:`vcrnn_jax.analysis.records.read_records`)."""
+  (:func:`experiments.reports.records.read_records`)."""
   main, no_act = groups.get(MAIN, []), groups.get(NO_ACT, [])
   if not main:
     return []

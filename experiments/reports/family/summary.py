@@ -5,14 +5,14 @@ writes a ``results.json``; :func:`read_runs` finds them under a directory,
 :func:`parity_rows` and :func:`adding_rows` flatten them into one row per
 run, :func:`aggregate` takes the mean and spread over seeds, and
 :func:`markdown_table` formats the result for the docs. The adding task's
-figure is :func:`vcrnn_jax.papers.family.plots.plot_error_vs_updates`.
+figure is :func:`experiments.reports.family.plots.plot_error_vs_updates`.
 
-The same rows come from run records (:mod:`vcrnn_jax.analysis.records`):
+The same rows come from run records (:mod:`experiments.reports.records`):
 :func:`runs_from_records` reads the ``results.json`` each record carries,
 and :func:`outputs` gives the results page's generated tables and figures
 (``python -m experiments.results``), each table followed by its step caps
 and verification status, and :func:`conclusions`: every claim the page
-makes or tests, with a verdict from :mod:`vcrnn_jax.analysis.verdicts`
+makes or tests, with a verdict from :mod:`experiments.reports.verdicts`
 (a seed solves a range by :func:`solved`'s Wilson rule).
 
 Example::
@@ -31,8 +31,8 @@ import re
 import statistics
 from typing import Any
 
-from vcrnn_jax.analysis import records, verdicts, verify
-from vcrnn_jax.papers.family import plots as family_plots
+from experiments.reports import records, verdicts, verify
+from experiments.reports.family import plots as family_plots
 
 __all__ = [
     'SOLVED',
@@ -377,7 +377,7 @@ def by_count_means(runs: Sequence[Mapping[str, Any]], setup: str
                    ) -> dict[str, list[dict]]:
   """Per method and grid value, the per-count rows of one ``setup``'s
   (:func:`setup_label`) parity runs averaged over seeds: the series of
-  :func:`vcrnn_jax.papers.family.plots.plot_by_count`."""
+  :func:`experiments.reports.family.plots.plot_by_count`."""
   series: dict[str, list[list[Mapping[str, Any]]]] = {}
   for run, row in zip([r for r in runs if 'method' in r], parity_rows(runs)):
     if row['setup'] != setup or not run.get('by_count'):
@@ -396,7 +396,7 @@ def by_count_means(runs: Sequence[Mapping[str, Any]], setup: str
 def pareto_points(rows: Sequence[Mapping[str, Any]]) -> list[dict]:
   """Per method and grid value of one setup, the mean multiplications per
   input and accuracies over seeds: the points of
-  :func:`vcrnn_jax.papers.family.plots.plot_accuracy_vs_compute`.
+  :func:`experiments.reports.family.plots.plot_accuracy_vs_compute`.
 
   ``accuracy`` is the training range's; ``test_accuracy`` the test range's
   over the seeds that solved the training range (:func:`solved`; None
@@ -475,7 +475,7 @@ def status_lines(groups: Mapping[str, Sequence[Mapping[str, Any]]],
                  names: Sequence[str],
                  statuses: Mapping[str, Mapping[str, Any]]) -> str:
   """Whether today's code still computes the records of the experiments
-  ``names``: :func:`vcrnn_jax.analysis.verify.status_line` once per
+  ``names``: :func:`experiments.reports.verify.status_line` once per
   distinct sentence, after the experiments it describes (a setup's
   experiments usually share one).
 

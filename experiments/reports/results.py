@@ -1,7 +1,7 @@
 """Every paper's generated results, from the run records.
 
 :func:`outputs` reads ``docs/results/records`` (one folder per paper, one
-per experiment, one JSON record per run: :mod:`vcrnn_jax.analysis.records`)
+per experiment, one JSON record per run: :mod:`experiments.reports.records`)
 and asks each paper's ``results`` module for its fragments and figures;
 ``python -m experiments.results`` writes them to ``docs/results/generated``
 and copies the fragments that README.md, getting started and BUILD_NOTES.md
@@ -14,12 +14,12 @@ import pathlib
 import re
 from typing import Any
 
-from vcrnn_jax.analysis import bench_records, plan, records, verify
-from vcrnn_jax.papers.act import results as act_results
-from vcrnn_jax.papers.depth import results as depth_results
-from vcrnn_jax.papers.family import results as family_results
-from vcrnn_jax.papers.rehn import results as rehn_results
-from vcrnn_jax.papers.vc import results as vc_results
+from experiments.reports import bench_records, plan, records, verify
+from experiments.reports.act import results as act_results
+from experiments.reports.depth import results as depth_results
+from experiments.reports.family import results as family_results
+from experiments.reports.rehn import results as rehn_results
+from experiments.reports.vc import results as vc_results
 
 __all__ = [
     'PAPERS',
@@ -60,7 +60,7 @@ RESULT_PAGES = (pathlib.Path('README.md'),
 # heading to the end of the page, with no verdict.
 HISTORY = '## History: typed runs, no verdicts'
 BENCHMARK_RECORDS = pathlib.Path('docs', 'performance', 'records')
-# The planned runs of each results page (:mod:`vcrnn_jax.analysis.plan`).
+# The planned runs of each results page (:mod:`experiments.reports.plan`).
 PLANS = pathlib.Path('docs', 'results', 'plans')
 # Hand-written files with blocks copied from the benchmark tables (checked
 # by tests/test_bench_records.py: the page's own figures are typed history).
@@ -78,7 +78,7 @@ def outputs(groups: Mapping[str, Sequence[Mapping[str, Any]]],
   tree's :data:`BENCHMARK_RECORDS`, none in an installed package).
 
   ``statuses``: experiment folder -> its verification against today's code
-  (:func:`vcrnn_jax.analysis.verify.read_statuses`; None: this source
+  (:func:`experiments.reports.verify.read_statuses`; None: this source
   tree's ``docs/results/verification.json``), which the pages show."""
   if statuses is None:
     statuses = verify.read_statuses(_TREE / verify.FILE)
@@ -149,15 +149,15 @@ def verification_table(groups: Mapping[str, Sequence[Mapping[str, Any]]],
 def benchmark_outputs(benchmarks: Sequence[Mapping[str, Any]]
                       ) -> list[records.Output]:
   """``performance/<name>.md`` per benchmark record (``name`` as
-  :func:`~vcrnn_jax.analysis.bench_records.read_records` gives it, else the
+  :func:`~experiments.reports.bench_records.read_records` gives it, else the
   benchmark's): its provenance line and table
-  (:func:`~vcrnn_jax.analysis.bench_records.fragment`)."""
+  (:func:`~experiments.reports.bench_records.fragment`)."""
   return [records.Output(f'performance/{r.get("name", r["benchmark"])}.md',
                          text=bench_records.fragment(r)) for r in benchmarks]
 
 
 def fill_blocks(text: str, fragments: Mapping[str, str]) -> str:
-  """:func:`~vcrnn_jax.analysis.records.fill_blocks`, a ``performance/``
+  """:func:`~experiments.reports.records.fill_blocks`, a ``performance/``
   block of a benchmark with no record yet left empty.
 
   Raises:

@@ -1,5 +1,5 @@
 """The family page's conclusions: each claim with its source, the records'
-numbers and a verdict from :mod:`vcrnn_jax.analysis.verdicts`.
+numbers and a verdict from :mod:`experiments.reports.verdicts`.
 
 A claim is one the page makes or one of the methods' papers makes that the
 records can test (:data:`SOURCES` says where each comes from).
@@ -17,8 +17,8 @@ from collections.abc import Callable, Mapping, Sequence
 import statistics
 from typing import Any, NamedTuple
 
-from vcrnn_jax.analysis import records, verdicts
-from vcrnn_jax.papers.family.summary import (
+from experiments.reports import records, verdicts
+from experiments.reports.family.summary import (
   PAPER,
   SOLVED,
   eval_vectors,

@@ -1,6 +1,6 @@
 """The ACT paper's figures, drawn from the rows of a sweep's CSV files.
 
-Each function takes rows (dicts, as :func:`vcrnn_jax.analysis.sweep.read_rows`
+Each function takes rows (dicts, as :func:`vcrnn_jax.training.sweep.read_rows`
 returns them or as ``csv.DictReader`` reads them: ``act`` may be a bool or
 ``'true'``/``'false'``, ``tau`` a float, ``''`` or None for the no-ACT
 baseline) and writes one PNG:
@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from vcrnn_jax.analysis import plots
-from vcrnn_jax.analysis.plots import byte_labels, plot_over_text, symbol_labels
+from experiments.reports import plots
+from experiments.reports.plots import byte_labels, plot_over_text, symbol_labels
 
 __all__ = [
     'ERROR_BY_TAU_PNG',

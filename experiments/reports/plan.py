@@ -40,7 +40,7 @@ import shlex
 import tomllib
 from typing import Any
 
-from vcrnn_jax.analysis import sweep
+from vcrnn_jax.training import sweep
 
 __all__ = ['Entry', 'Job', 'read_plan', 'matching', 'status', 'jobs',
            'status_table']

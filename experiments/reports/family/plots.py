@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 import pathlib
 from typing import Any
 
-from vcrnn_jax.analysis import plots
+from experiments.reports import plots
 
 __all__ = [
     'BY_COUNT_PNG',
@@ -94,7 +94,7 @@ def plot_accuracy_vs_compute(points: Sequence[Mapping[str, Any]], path, *,
   grid value (a Pareto plot: up and to the left is better).
 
   Args:
-    points: :func:`vcrnn_jax.papers.family.summary.pareto_points`
+    points: :func:`experiments.reports.family.summary.pareto_points`
       (``label``, ``method``, ``multiplications``, ``accuracy`` on the
       training range, ``test_accuracy`` or None); test-range points are
       drawn hollow beside the filled training-range ones.
@@ -134,7 +134,7 @@ def plot_error_vs_updates(rows: Sequence[Mapping[str, Any]], path, *,
   """The adding task's error against computation, one point per run.
 
   Args:
-    rows: :func:`vcrnn_jax.papers.family.summary.adding_rows` (``model``,
+    rows: :func:`experiments.reports.family.summary.adding_rows` (``model``,
       ``budget``, ``vc_target``, ``mse``, ``update_fraction``); a Skip
       model's points are labelled with their budget, VCGRU's with its
       target.

@@ -8,7 +8,7 @@ computes.
   boundary vs inside a word; bar lines, rests, note lengths: Sec. 5.1 and
   Table 2), a bar per class with its count.
 
-matplotlib is imported on use (as in :mod:`vcrnn_jax.analysis.plots`, whose
+matplotlib is imported on use (as in :mod:`experiments.reports.plots`, whose
 Agg-only drawing these share).
 
 Example::
@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from vcrnn_jax.analysis import plots
+from experiments.reports import plots
 
 __all__ = ['plot_m_over_text', 'plot_bit_computation', 'plot_mean_by_class']
 

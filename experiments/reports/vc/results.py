@@ -11,7 +11,7 @@ seed:
   mean :math:`m_t` per symbol kind and per note length).
 
 :func:`outputs` gives the page's summary (``vc/summary.md``: one row per
-claim of the paper, its verdict from :mod:`vcrnn_jax.analysis.verdicts` by
+claim of the paper, its verdict from :mod:`experiments.reports.verdicts` by
 the criterion printed beside it; a claim with no record says so), its
 tables (``vc/ptb.md``, ``vc/music.md``: mean ± standard deviation over
 seeds, every seed listed, then whether today's code still computes the
@@ -22,8 +22,8 @@ seed; ``vc/where.svg``: mean :math:`m_t` per symbol class, per seed).
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from vcrnn_jax.analysis import plots, records, verdicts, verify
-from vcrnn_jax.papers.vc import frontier
+from experiments.reports import plots, records, verdicts, verify
+from experiments.reports.vc import frontier
 
 __all__ = [
     'PTB',
@@ -496,7 +496,7 @@ def summary(groups: Mapping[str, Sequence[Mapping[str, Any]]]) -> str:
 def status_lines(models: Mapping[str, list], prefix: str,
                  statuses: Mapping[str, Mapping[str, Any]]) -> str:
   """Per experiment of a table, whether today's code still computes its
-  records (:func:`vcrnn_jax.analysis.verify.status_line`)."""
+  records (:func:`experiments.reports.verify.status_line`)."""
   return ''.join(f'- `{prefix}{name}`: '
                  f'{verify.status_line(prefix + name, runs, statuses)}\n'
                  for name, runs in models.items())

@@ -24,7 +24,7 @@ import re
 import statistics
 from typing import Any
 
-from vcrnn_jax.analysis import plots, records, verdicts, verify
+from experiments.reports import plots, records, verdicts, verify
 
 __all__ = [
     'PREFIX',
@@ -169,7 +169,7 @@ def rows(groups, paper_rhn: Mapping[int, float],
 def _incomplete(rhn: Mapping[int, list], ei: Mapping[int, list]) -> str:
   """Why a best-against-best comparison is not yet decidable ('' when
   it is): both models need the same depths, each with
-  :data:`~vcrnn_jax.analysis.verdicts.MIN_SEEDS` seeds."""
+  :data:`~experiments.reports.verdicts.MIN_SEEDS` seeds."""
   lacking = [f'{_NAMES[cell]} depth {d} has {len(runs)} seed'
              + ('s' if len(runs) != 1 else '')
              for cell, depths in (('rhn', rhn), ('ei_rehn', ei))

@@ -21,7 +21,7 @@ Another ``depth/logic_*`` folder gets a row in the tables and a line in the
 figures, labelled from its flags; the claims read the four above.
 
 :func:`outputs` gives the summary (``depth/summary.md``: each claim, its
-source, and a verdict of :mod:`vcrnn_jax.analysis.verdicts` with its
+source, and a verdict of :mod:`experiments.reports.verdicts` with its
 criterion), the table per configuration with the commands that made it
 (``depth/logic.md``), error and depth per chain length
 (``depth/logic_difficulty.md``, ``depth/logic_difficulty.svg``) and the
@@ -35,7 +35,7 @@ import re
 import statistics
 from typing import Any
 
-from vcrnn_jax.analysis import plots, records, verdicts, verify
+from experiments.reports import plots, records, verdicts, verify
 
 __all__ = [
     'PAPER',

@@ -5,7 +5,7 @@ workdir under the sweep's), keeps one CSV row per run (and per difficulty),
 keyed by the run's identity and replaced, never duplicated, and checks on
 every invocation that the sweep's shared settings did not change
 (``sweep.json``), so that one CSV never mixes runs of different models.
-:mod:`vcrnn_jax.papers.act.sweep` is the ACT paper's tau grid on it.
+The papers' grids and seed tables (:mod:`vcrnn_jax.papers`) build on it.
 """
 
 from collections.abc import Callable, Mapping, Sequence

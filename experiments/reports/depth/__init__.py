@@ -1,0 +1,14 @@
+"""The adaptive-depth results page: :mod:`vcrnn_jax.depth` on ACT's logic task.
+
+No paper trains this experiment; it tests two papers' claims on one task:
+the Universal Transformer's (Dehghani et al. 2019: a shared block with
+dynamic per-position halting, its ponder time longer on inputs that need
+more reasoning steps) and ACT's (Graves 2016, Fig. 6: ponder grows with
+difficulty).
+
+* :mod:`~experiments.reports.depth.results`: the results page's fragments and
+  figures from the run records of ``experiments.depth_logic``.
+"""
+
+# Nothing at the package level: the modules listed above are the API.
+__all__ = []
