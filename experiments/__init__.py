@@ -1,13 +1,6 @@
-"""The experiment binaries (``python -m experiments.<name>``), and
-:func:`load_run`, which rebuilds a binary's run from its workdir."""
+"""The experiment binaries: ``python -m experiments.<name>``.
 
-__all__ = ['Run', 'load_run']
+A trained run loads in your own code with
+:func:`vcrnn_jax.papers.runs.load_run`, which needs the library alone."""
 
-
-def __getattr__(name):
-  # Imported on first use: the binaries and tools of this package import it
-  # first and need none of the loader's imports.
-  if name in __all__:
-    from experiments import _load  # pylint: disable=g-import-not-at-top
-    return getattr(_load, name)
-  raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
+__all__ = []

@@ -2,12 +2,13 @@
 
 Each synthetic-task binary defines its task's own flags, calls
 :func:`define_flags` with ``act_tasks.PAPER_SETTINGS[task]`` and passes its
-task's arguments to :func:`main`; ``act_wikipedia`` uses the model flags only
-(``task_flags=False``); ``act_sweep`` defines them with no defaults
-(``settings=None``: each task's paper value). :func:`task_config` is the one
-mapping from these flags (their values, :func:`_common.flag_values`) to a
-run's configuration (task, model, training), for the task binaries, the
-sweep (:func:`sweep_config`) and ``experiments.load_run`` alike.
+task to :func:`main`, which trains
+:func:`vcrnn_jax.papers.act.runs.task_run` of the flag values;
+``act_wikipedia`` uses the model flags only (``task_flags=False``);
+``act_sweep`` defines them with no defaults (``settings=None``: each task's
+paper value) and reads its configuration from :func:`sweep_config`, on the
+same library mapping from flag values to model and training
+(:mod:`vcrnn_jax.papers.act.runs`).
 """
 
 from collections.abc import Mapping
@@ -17,12 +18,12 @@ from typing import Any
 from absl import flags
 
 from experiments import _common
-from vcrnn_jax import act, loops
+from vcrnn_jax import act
 from vcrnn_jax.files import atomic_write
+from vcrnn_jax.papers.act import runs as act_runs
 from vcrnn_jax.papers.act import sweep as act_sweep
 from vcrnn_jax.papers.act import tasks as act_tasks
 from vcrnn_jax.training import distributed
-from vcrnn_jax.training.train import Experiment, TrainConfig
 
 FLAGS = flags.FLAGS
 
@@ -105,27 +106,6 @@ def define_flags(settings: Mapping[str, Any] | None, *,
       learning_rate=s.get('learning_rate'), eval_every=s.get('eval_every'))
 
 
-def model_config(values: Mapping[str, Any]) -> act_tasks.ModelConfig:
-  """The recurrent model the flags in ``values`` describe."""
-  return act_tasks.ModelConfig(
-      cell=values['cell'], hidden_size=values['hidden_size'],
-      act=values['act'], tau=values['tau'], max_steps=values['max_steps'],
-      epsilon=values['epsilon'], halting_bias=values['halting_bias'],
-      loop=loops.LoopConfig(
-          values['loop'], checkpoints=values['ponder_slots'],
-          save_residuals=values['save_residuals'],
-          compact_rows=values['compact_rows'] or None))
-
-
-def train_config(values: Mapping[str, Any], name: str,
-                 **overrides) -> TrainConfig:
-  """The training configuration the flags in ``values`` describe
-  (``overrides`` win)."""
-  return _common.train_config(
-      values, f'{name} (act={values["act"]}, tau={values["tau"]:g})',
-      **overrides)
-
-
 def sweep_config(task: str, task_kwargs: Mapping[str, Any] | None = None, *,
                  name: str | None = None, difficulties=None,
                  **train_overrides) -> act_sweep.SweepConfig:
@@ -141,7 +121,7 @@ def sweep_config(task: str, task_kwargs: Mapping[str, Any] | None = None, *,
     task_kwargs: the task arguments its flags give.
     name: the binary, which labels the progress bar (default: ``task``).
     difficulties: those of the per-difficulty evaluation (default: all).
-    **train_overrides: :class:`TrainConfig` fields the caller sets.
+    **train_overrides: ``TrainConfig`` fields the caller sets.
   """
   for setting, value in act_tasks.PAPER_SETTINGS[task].items():
     if setting in FLAGS and FLAGS[setting].value is None:
@@ -159,40 +139,12 @@ def task_config(values: Mapping[str, Any], task: str,
   A value that is None takes the paper's for ``task``, as
   :func:`sweep_config` sets it.
   """
-  paper = act_tasks.PAPER_SETTINGS[task]
-  values = {**values, **{k: v for k, v in paper.items()
-                         if k in values and values[k] is None}}
+  values = act_runs.with_paper_defaults(values, task)
   return act_sweep.SweepConfig(
       act_tasks.task_config(task, task_kwargs, difficulties=difficulties),
-      model_config(values),
-      train_config(values, name or task, **train_overrides),
+      act_runs.model_config(values),
+      act_runs.train_config(values, name or task, **train_overrides),
       eval_batch_size=values['eval_batch_size'])
-
-
-def setup(values: Mapping[str, Any], name: str, task_name: str,
-          task_kwargs: Mapping[str, Any]
-          ) -> tuple[act_sweep.SweepConfig, Experiment]:
-  """The configuration and experiment of a task binary's run.
-
-  Args:
-    values: the binary's flags (:func:`_common.flag_values`).
-    name: the binary (it labels the progress bar).
-    task_name: its task, one of ``act_tasks.TASKS``.
-    task_kwargs: the task arguments its flags give.
-  """
-  config = task_config(values, task_name, task_kwargs, name=name)
-  experiment = act_tasks.task_experiment(
-      config.task.build(), config.model, batch_size=config.train.batch_size,
-      eval_batch_size=config.eval_batch_size,
-      eval_batches=values['eval_batches'])
-  return config, experiment
-
-
-def build(values: Mapping[str, Any], name: str, task_name: str,
-          task_kwargs: Mapping[str, Any]) -> tuple[Experiment, TrainConfig]:
-  """A task binary's ``build``: :func:`setup`'s experiment and training."""
-  config, experiment = setup(values, name, task_name, task_kwargs)
-  return experiment, config.train
 
 
 def workdir(name: str) -> pathlib.Path:
@@ -228,21 +180,19 @@ def report_difficulty(task: act_tasks.TaskConfig, model, params,
   return rows
 
 
-def main(name: str, task_name: str, task_kwargs: Mapping[str, Any],
-         processes: distributed.Processes):
-  """Trains ``tasks.get(task_name, **task_kwargs)`` with the flags' settings.
+def main(name: str, task_name: str, processes: distributed.Processes):
+  """Trains ``act_runs.task_run`` of ``task_name`` with the flags' settings.
 
   ``processes`` is the run's handle, what :func:`_common.run` passes to the
   binary's ``main``.
   """
   # Bad flags fail here.
-  config, experiment = setup(_common.flag_values(), name, task_name,
-                             task_kwargs)
+  run = act_runs.task_run(_common.flag_values(), task_name, name=name)
   run_dir = workdir(name)
-  result = _common.train(experiment, config.train, run_dir,
+  result = _common.train(run.experiment, run.config, run_dir,
                          processes=processes)
   # Process 0 alone reports (the others wait for it at the end of the run).
   if FLAGS.difficulty_report and processes.is_chief():
-    report_difficulty(config.task, config.model, result.params,
+    report_difficulty(run.task, run.settings, result.params,
                       run_dir / 'difficulty.csv')
   return result

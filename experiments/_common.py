@@ -14,7 +14,7 @@ a run, recorded in ``<workdir>/flags.json`` with the first checkpoint, and
 resuming it under other run-defining flags is refused.
 """
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 import functools
 import json
 import logging
@@ -25,7 +25,6 @@ import re
 import sys
 import time
 import traceback
-from typing import Any
 
 from absl import app, flags
 import jax
@@ -35,6 +34,7 @@ from experiments.reports import manifest
 from vcrnn_jax.data.download import DownloadError
 from vcrnn_jax.files import atomic_write
 from vcrnn_jax.training import distributed, sweep
+from vcrnn_jax.training import runs as training_runs
 from vcrnn_jax.training.train import (
   OPTIMIZERS,
   Experiment,
@@ -364,7 +364,8 @@ def define_training_flags(*, steps: int | None, batch_size: int | None,
 
   ``None`` defaults mean "set by the binary" (the sweep takes each task's).
   ``seed_flag=False`` leaves out ``--seed``, for binaries that train several
-  seeds (``--seeds``) and pass each to :func:`train_config`.
+  seeds (``--seeds``) and pass each to the library's ``train_config``
+  (:func:`vcrnn_jax.training.runs.train_config`).
   """
   # Resumable: how long a run trains, how often it is evaluated and saved.
   define_positive_int('steps', steps, 'Number of training steps (weight '
@@ -404,51 +405,25 @@ def define_training_flags(*, steps: int | None, batch_size: int | None,
 
 
 def flag_values() -> dict:
-  """This binary's flags as ``{name: value}``, what its ``build`` reads.
+  """This binary's flags as ``{name: value}``, what its run is built from.
 
   Each binary builds its experiment and training configuration from these
-  values, not from :data:`FLAGS`, with a pure ``build(values) ->
-  (experiment, config)`` or the helpers it shares with it, so that
-  ``experiments.load_run`` rebuilds a finished run from the values it
-  recorded, without parsing absl's flags. These are the binary's key flags
-  (those ``--help`` lists), run-defining and resumable: the set whose
+  values, not from :data:`FLAGS`, through the library's pure functions of
+  them (``vcrnn_jax.papers.<paper>.runs``), and records them in its
+  manifest (:func:`write_manifest`), so that
+  :func:`vcrnn_jax.papers.runs.load_run` rebuilds a finished run from what
+  it recorded, without absl. These are the binary's key flags (those
+  ``--help`` lists), run-defining and resumable: the set whose
   run-defining part ``flags.json`` records.
   """
   return {f.name: f.value
           for f in FLAGS.get_key_flags_for_module(sys.argv[0])}
 
 
-def train_config(values: Mapping[str, Any], desc: str,
-                 **overrides) -> TrainConfig:
-  """The :class:`TrainConfig` the shared training flags in ``values``
-  describe (``values``: :func:`flag_values`).
-
-  ``overrides`` replace fields the binary computes itself (e.g. steps from
-  a number of epochs).
-  """
-  every = values['lr_decay_every']
-  start = values['lr_decay_start']
-  fields = dict(
-      steps=values['steps'], batch_size=values['batch_size'],
-      learning_rate=values['learning_rate'], optimizer=values['optimizer'],
-      momentum=values['momentum'], weight_decay=values['weight_decay'],
-      lr_decay=values['lr_decay'], lr_decay_every=every,
-      lr_decay_start=start if start is not None else every,
-      grad_clip_norm=values['grad_clip_norm'],
-      eval_every=values['eval_every'],
-      checkpoint_every=values['checkpoint_every'],
-      keep_checkpoints=values['keep_checkpoints'], desc=desc)
-  # Binaries that train several seeds (--seeds) pass each as an override.
-  if 'seed' in values:
-    fields['seed'] = values['seed']
-  fields.update(overrides)
-  return TrainConfig(**fields)
-
-
 # ----------------------------------------------------------------------------
 # The workdir and its resume guard.
 
-RUN_FLAGS_FILENAME = 'flags.json'
+RUN_FLAGS_FILENAME = training_runs.FLAGS_FILE
 
 
 def define_seeds(default: str, help_: str) -> None:
@@ -540,15 +515,10 @@ def _current_run_flags() -> dict:
       {f.name: f.value for f in run_defining_flags()}))
 
 
-def _has_checkpoint(workdir: pathlib.Path) -> bool:
-  ckpt = workdir / 'checkpoints'
-  return ckpt.is_dir() and any(p.name.isdigit() for p in ckpt.iterdir())
-
-
 def _run_flags_error(workdir: pathlib.Path) -> str | None:
   """Why resuming the run in ``workdir`` under these flags is refused."""
   path = workdir / RUN_FLAGS_FILENAME
-  if not (path.is_file() and _has_checkpoint(workdir)):
+  if not (path.is_file() and training_runs.has_checkpoint(workdir)):
     return None
   saved = json.loads(path.read_text())
   current = _current_run_flags()
@@ -643,13 +613,18 @@ def write_manifest(workdir, *, data_files: Iterable[str] = (),
   """Appends this start to ``<workdir>/manifest.jsonl``
   (:mod:`experiments.reports.manifest`): the command as given, the source
   tree's commit and dirty state, versions, device, CPU and its instruction
-  sets, and a digest of each of ``data_files``. Process 0 writes."""
+  sets, and a digest of each of ``data_files``; and, under ``"flags"``,
+  every flag value (:func:`flag_values`), which
+  :func:`vcrnn_jax.papers.runs.load_run` rebuilds the run from. Process 0
+  writes."""
   if not processes.is_chief():
     return
   line = manifest.capture(
       (_invocation or sys.argv)[1:], module=binary_module(),
       tree=pathlib.Path(__file__).resolve().parents[1],
       data_paths=data_files)
+  # A JSON round trip: the values as load_run will read them.
+  line['flags'] = json.loads(json.dumps(flag_values(), default=str))
   manifest.append(workdir, line)
 
 

@@ -1,15 +1,10 @@
 """Flags of the EI-REHN binaries' model, defined once (each binary picks its
 own paper defaults for the size and the fixed depth)."""
 
-from collections.abc import Mapping
-from typing import Any
-
 from absl import flags
 
 from experiments import _common
-from vcrnn_jax import loops
 from vcrnn_jax.papers.rehn import tasks as rehn_tasks
-from vcrnn_jax.training.train import TrainConfig
 
 FLAGS = flags.FLAGS
 
@@ -55,25 +50,3 @@ def check_cell_flags(cell: str, flags_of: dict) -> None:
       users = [c for c, names in flags_of.items() if name in names]
       raise ValueError(f'--{name} is for --cell={"|".join(users)}; '
                        f'--cell={cell} does not use it.')
-
-
-def model_spec(values: Mapping[str, Any]) -> rehn_tasks.ModelSpec:
-  """The model the flag ``values`` describe (``_common.flag_values``).
-
-  A binary first refuses the flags its cell ignores
-  (:func:`check_cell_flags`): that needs the command line, not the values.
-  """
-  return rehn_tasks.ModelSpec(
-      cell=values['cell'], hidden_size=values['hidden_size'],
-      depth=values['depth'], max_depth=values['max_depth'],
-      hyper_size=values['hyper_size'], loop=loops.LoopConfig(
-          values['loop'], checkpoints=values['ponder_slots']))
-
-
-def epoch_train_config(values: Mapping[str, Any], desc: str, per_epoch: int,
-                       seed: int) -> TrainConfig:
-  """The run's TrainConfig: ``--steps`` or ``--epochs`` of ``per_epoch``
-  updates, evaluated every ``--eval_every`` or every epoch."""
-  return _common.train_config(
-      values, desc, steps=values['steps'] or values['epochs'] * per_epoch,
-      eval_every=values['eval_every'] or per_epoch, seed=seed)

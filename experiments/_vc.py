@@ -2,9 +2,11 @@
 
 The model and penalty flags (paper defaults where Sec. 5 gives them), the
 training defaults the paper does not give (documented here once), and
-:func:`train_and_analyse`: train on :mod:`vcrnn_jax.training.lm` through
-:func:`vcrnn_jax.papers.vc.lm.lm_task`, evaluate the test split, then
-measure where the scheduler computes on the valid split and plot it.
+:func:`train_and_analyse`: train the run that
+:func:`vcrnn_jax.papers.vc.runs.setup` builds from the flag values (on
+:mod:`vcrnn_jax.training.lm` through :func:`vcrnn_jax.papers.vc.lm.lm_task`),
+evaluate the test split, then measure where the scheduler computes on the
+valid split and plot it.
 
 Training defaults (the paper gives no optimiser, batch or BPTT length):
 Adam at learning rate 1e-3, gradients clipped to norm 1 (the scheduler's
@@ -32,14 +34,10 @@ import numpy as np
 
 from experiments import _common
 from vcrnn_jax.papers.vc import lm as vc_lm
-from vcrnn_jax.training import distributed, lm
-from vcrnn_jax.training.train import Experiment, TrainConfig
+from vcrnn_jax.papers.vc import runs as vc_runs
+from vcrnn_jax.training import distributed
 
 FLAGS = flags.FLAGS
-
-# The scheduler's flags and their defaults: another value is refused for a
-# cell without a scheduler (a value check, so that setup stays pure).
-SCHEDULER_DEFAULTS = {'scheduler_lr_scale': 1.0, 'clip_scheduler_apart': True}
 
 
 def define_flags(*, cell: str, hidden_size: int, epochs: int,
@@ -81,18 +79,18 @@ def define_flags(*, cell: str, hidden_size: int, epochs: int,
                        'soft mask (Eq. 8; not given in the paper).',
                        upper=0.5)
   _common.define_float('scheduler_lr_scale',
-                       SCHEDULER_DEFAULTS['scheduler_lr_scale'], 'Multiply '
-                       'the optimizer updates of the scheduler (u, v, b of '
-                       'Eq. 7) by this: its u is D wide, so one Adam step '
-                       'can move the logit of m_t by learning_rate * D. '
-                       'VC cells only.', strict=True)
+                       vc_runs.SCHEDULER_DEFAULTS['scheduler_lr_scale'],
+                       'Multiply the optimizer updates of the scheduler (u, '
+                       'v, b of Eq. 7) by this: its u is D wide, so one Adam '
+                       'step can move the logit of m_t by learning_rate * '
+                       'D. VC cells only.', strict=True)
   flags.DEFINE_bool('clip_scheduler_apart',
-                    SCHEDULER_DEFAULTS['clip_scheduler_apart'], 'Clip the '
-                    'scheduler\'s gradient (u, v, b of Eq. 7) to '
-                    '--grad_clip_norm by its '
-                    'own norm and the rest by theirs: the scheduler\'s '
-                    'grows with lambda * D and would otherwise scale down '
-                    'every other gradient. VC cells only.')
+                    vc_runs.SCHEDULER_DEFAULTS['clip_scheduler_apart'],
+                    'Clip the scheduler\'s gradient (u, v, b of Eq. 7) to '
+                    '--grad_clip_norm by its own norm and the rest by '
+                    'theirs: the scheduler\'s grows with lambda * D and '
+                    'would otherwise scale down every other gradient. VC '
+                    'cells only.')
   flags.DEFINE_enum('kernel_init', 'glorot_uniform',
                     list(vc_lm.KERNEL_INITS), 'Initialiser of every input '
                     'kernel (each gate\'s block apart; the paper gives '
@@ -116,86 +114,6 @@ def define_flags(*, cell: str, hidden_size: int, epochs: int,
   _common.define_training_flags(steps=None, batch_size=batch_size,
                                 learning_rate=1e-3, eval_every=None,
                                 grad_clip_norm=1.0)
-
-
-def truncate(values: Mapping[str, Any], stream):
-  """``stream`` cut to ``--max_symbols`` (of the flag ``values``)."""
-  most = values['max_symbols']
-  if most and len(stream) > most:
-    return stream[:most]
-  return stream
-
-
-def spec_from_flags(values: Mapping[str, Any], steps_per_epoch: int,
-                    boundary_target: float | None = None
-                    ) -> vc_lm.ModelSpec:
-  return vc_lm.check_spec(vc_lm.ModelSpec(
-      cell=values['cell'], hidden_size=values['hidden_size'],
-      steps_per_epoch=values['sharpness_every'] or steps_per_epoch,
-      target=min(values['target'], 1.0),
-      boundary_target=(None if boundary_target is None
-                       else min(boundary_target, 1.0)),
-      penalty_weight=values['penalty_weight'],
-      penalty_norm=values['penalty_norm'],
-      symmetric=values['penalty_symmetric'],
-      sharpness_initial=values['sharpness_initial'],
-      sharpness_increment=values['sharpness_increment'],
-      sharpness_maximum=values['sharpness_max'], epsilon=values['epsilon'],
-      kernel_init=values['kernel_init']))
-
-
-def setup(values: Mapping[str, Any], name: str, train_stream: np.ndarray,
-          valid_stream: np.ndarray, vocab_size: int, *,
-          boundary_ids: Sequence[int] | None = None,
-          boundary_target: float | None = None
-          ) -> tuple[vc_lm.ModelSpec, lm.LanguageModelTask, TrainConfig]:
-  """``(spec, task, config)`` of a run: the model, the LM task and the
-  training the flag ``values`` (:func:`_common.flag_values`) describe.
-
-  Args follow :func:`train_and_analyse` (the streams already truncated).
-
-  Raises:
-    ValueError: a train split too short for one batch, or a scheduler flag
-      set for a cell without a scheduler.
-  """
-  batch, seq_len = values['batch_size'], values['seq_len']
-  _, per_epoch = lm.bptt_rows(train_stream, batch, seq_len)
-  if per_epoch < 1:
-    raise ValueError(f'the train split ({len(train_stream)} symbols) is too '
-                     f'short for --batch_size={batch} rows of '
-                     f'--seq_len={seq_len}.')
-  spec = spec_from_flags(values, per_epoch, boundary_target)
-  for flag, default in SCHEDULER_DEFAULTS.items():
-    if values[flag] != default and not spec.has_scheduler:
-      raise ValueError(f'--{flag} is for the VC cells {vc_lm.VC_CELLS}; '
-                       f'--cell={values["cell"]} has no scheduler.')
-  task = vc_lm.lm_task(spec, train_stream, valid_stream, vocab_size,
-                       batch_size=batch, seq_len=seq_len,
-                       boundary_ids=boundary_ids,
-                       eval_batch_size=min(values['eval_batch_size'], max(
-                           1, len(valid_stream) // (seq_len + 1))))
-  scale = values['scheduler_lr_scale']
-  config = _common.train_config(
-      values, f'{name} {spec.name}',
-      steps=values['steps'] or values['epochs'] * per_epoch,
-      eval_every=values['eval_every'] or per_epoch,
-      lr_scales=(('scheduler', scale),) if scale != 1.0 else (),
-      clip_apart=(('scheduler',) if values['clip_scheduler_apart'] and
-                  spec.has_scheduler else ()))
-  return spec, task, config
-
-
-def build(values: Mapping[str, Any], name: str, ds, *,
-          boundary_ids: Sequence[int] | None = None,
-          boundary_target: float | None = None
-          ) -> tuple[Experiment, TrainConfig]:
-  """A VC binary's ``build`` on its dataset ``ds``: :func:`setup`'s
-  experiment and training, on the splits :func:`train_and_analyse` gets."""
-  _, task, config = setup(
-      values, name, truncate(values, ds.train), truncate(values, ds.valid),
-      ds.vocab.size, boundary_ids=boundary_ids,
-      boundary_target=boundary_target)
-  return task.experiment, config
 
 
 def _parameter_count(params) -> int:
@@ -287,12 +205,12 @@ def train_and_analyse(
     'steps_per_sec', 'test': metrics, 'analysis': {...}}``, also written to
     ``<workdir>/results.json`` (before any plot) by process 0.
   """
-  spec, task, config = setup(_common.flag_values(), name, train_stream,
-                             valid_stream, vocab_size,
-                             boundary_ids=boundary_ids,
-                             boundary_target=boundary_target)
+  run = vc_runs.setup(_common.flag_values(), name, train_stream,
+                      valid_stream, vocab_size, boundary_ids=boundary_ids,
+                      boundary_target=boundary_target)
+  spec, task = run.spec, run.task
   workdir = _common.default_workdir(name, leading=leading)
-  result = _common.train(task.experiment, config, workdir,
+  result = _common.train(run.experiment, run.config, workdir,
                          processes=processes, data_files=data_files)
   test = task.evaluate_stream(result.params, test_stream, result.step)
   valid = dict(result.metrics)

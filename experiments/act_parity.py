@@ -53,19 +53,8 @@ flags.adopt_module_key_flags(_act)
 FLAGS = flags.FLAGS
 
 
-def _task_kwargs(values) -> dict:
-  return dict(bits=values['bits'], layout=values['layout'])
-
-
-def build(values):
-  """``(experiment, config)`` of a run with these flag ``values``: what
-  ``main`` trains and ``experiments.load_run`` rebuilds."""
-  return _act.build(values, 'act_parity', 'parity', _task_kwargs(values))
-
-
 def main(processes):
-  _act.main('act_parity', 'parity', _task_kwargs(_common.flag_values()),
-            processes)
+  _act.main('act_parity', 'parity', processes)
 
 
 if __name__ == '__main__':

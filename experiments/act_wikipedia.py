@@ -40,10 +40,9 @@ error since its networks could not overfit).
 from absl import flags
 
 from experiments import _act, _common
-from vcrnn_jax import data
 from vcrnn_jax.papers.act import lm as act_lm
+from vcrnn_jax.papers.act import runs as act_runs
 from vcrnn_jax.papers.act import tasks as act_tasks
-from vcrnn_jax.training import lm
 
 flags.DEFINE_enum('data', 'enwik8', ['enwik8', 'bytes', 'text'], 'Corpus: '
                   '"enwik8" (the paper\'s; bytes), "bytes" (any file as raw '
@@ -76,56 +75,19 @@ flags.adopt_module_key_flags(_act)
 FLAGS = flags.FLAGS
 
 
-def _corpus(values) -> tuple[str, data.Dataset]:
-  """The kind of corpus (enwik8, bytes or text) and its dataset."""
-  kind = ('bytes' if values['data'] == 'enwik8' and values['data_path']
-          else values['data'])
-  if values['split_unit'] != 'line' and kind != 'text':
-    raise ValueError('--split_unit is for --data=text (the other corpora '
-                     'split at bytes).')
-  if kind == 'enwik8':
-    return kind, data.load('enwik8', values['data_dir'],
-                           max_length=values['max_bytes'])
-  if not values['data_path']:
-    raise ValueError(f'--data={kind} reads --data_path; give the file.')
-  options = {'split_unit': values['split_unit']} if kind == 'text' else {}
-  return kind, data.load(kind, path=values['data_path'],
-                         max_length=values['max_bytes'], **options)
-
-
-def _task(values, model, kind: str, ds) -> lm.LanguageModelTask:
-  vocab = act_lm.BYTES if kind != 'text' else ds.vocab.size
-  return act_lm.lm_task(
-      ds.train, ds.valid, model, batch_size=values['batch_size'],
-      seq_len=values['seq_len'], vocab_size=vocab,
-      eval_windows=values['eval_windows'])
-
-
-def build(values):
-  """``(experiment, config)`` of a run with these flag ``values``: what
-  ``main`` trains and ``experiments.load_run`` rebuilds."""
-  model = _act.model_config(values)
-  task = _task(values, model, *_corpus(values))
-  return task.experiment, _act.train_config(values, 'act_wikipedia')
-
-
 def main(processes):
-  values = _common.flag_values()
-  model = _act.model_config(values)
-  kind, ds = _corpus(values)
-  task = _task(values, model, kind, ds)
+  run = act_runs.wikipedia_run(_common.flag_values())
   workdir = _act.workdir('act_wikipedia')
-  result = _common.train(task.experiment,
-                         _act.train_config(values, 'act_wikipedia'),
-                         workdir, processes=processes,
-                         data_files=ds.meta['files'])
+  result = _common.train(run.experiment, run.config, workdir,
+                         processes=processes,
+                         data_files=run.dataset.meta['files'])
   if FLAGS.plot_ponder_bytes and processes.is_chief():
     from experiments.reports.act import plots  # pylint: disable=g-import-not-at-top
-    text = ds.valid[:FLAGS.plot_ponder_bytes + 1]
-    ponder = act_lm.ponder_over_text(task, result.params, text)
+    text = run.dataset.valid[:FLAGS.plot_ponder_bytes + 1]
+    ponder = act_lm.ponder_over_text(run.task, result.params, text)
     path = workdir / 'ponder_over_text.png'
-    shown = (bytes(text[:-1].tolist()) if kind != 'text'
-             else list(ds.vocab.decode(text[:-1])))
+    shown = (bytes(text[:-1].tolist()) if run.kind != 'text'
+             else list(run.dataset.vocab.decode(text[:-1])))
     if _common.plot(path.name, lambda: plots.plot_ponder_over_text(
         shown, ponder, path)) is not None:
       print(f'wrote {path}')

@@ -41,7 +41,7 @@ from absl import flags
 
 from experiments import _common
 from vcrnn_jax.papers.family import adding as family_adding
-from vcrnn_jax.training.train import Experiment, TrainConfig
+from vcrnn_jax.papers.family import runs as family_runs
 
 flags.DEFINE_enum('model', 'skip_lstm', list(family_adding.MODELS),
                   'The model: a plain LSTM or GRU, either with Skip-RNN\'s '
@@ -70,35 +70,15 @@ flags.adopt_module_key_flags(_common)
 FLAGS = flags.FLAGS
 
 
-def _setup(values) -> tuple[family_adding.AddingSpec, Experiment,
-                            TrainConfig]:
-  """The model, experiment and training of the flag ``values``."""
-  spec = family_adding.AddingSpec(
-      model=values['model'], hidden_size=values['hidden_size'],
-      budget=values['budget'], vc_target=values['vc_target'],
-      vc_penalty=values['vc_penalty'], seq_len=values['seq_len'])
-  experiment = family_adding.experiment(
-      spec, batch_size=values['batch_size'],
-      eval_batch_size=values['eval_batch_size'])
-  config = _common.train_config(values, f'family_adding {values["model"]}')
-  return spec, experiment, config
-
-
-def build(values):
-  """``(experiment, config)`` of a run with these flag ``values``: what
-  ``main`` trains and ``experiments.load_run`` rebuilds."""
-  _, experiment, config = _setup(values)
-  return experiment, config
-
-
 def main(processes):
-  spec, experiment, config = _setup(_common.flag_values())
+  run = family_runs.adding_run(_common.flag_values())
   workdir = _common.default_workdir('family_adding',
                                     leading=('model', 'seed'))
-  result = _common.train(experiment, config, workdir, processes=processes)
+  result = _common.train(run.experiment, run.config, workdir,
+                         processes=processes)
   _common.write_results(workdir, {
       'model': FLAGS.model, 'seed': FLAGS.seed, 'updates': result.step,
-      'spec': spec._asdict(),
+      'spec': run.spec._asdict(),
       **_common.metric_sections(result.metrics)}, processes=processes)
   return result
 

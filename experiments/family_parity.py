@@ -53,7 +53,7 @@ from experiments.reports.family import plots as family_plots
 from vcrnn_jax import registry, tasks
 from vcrnn_jax.files import atomic_write
 from vcrnn_jax.papers.family import parity as family_parity
-from vcrnn_jax.training.train import Experiment, TrainConfig
+from vcrnn_jax.papers.family import runs as family_runs
 
 _D = family_parity.ModelConfig()
 
@@ -130,35 +130,6 @@ flags.adopt_module_key_flags(_common)
 FLAGS = flags.FLAGS
 
 
-def model_config(values) -> family_parity.ModelConfig:
-  """The model the flag ``values`` (``_common.flag_values``) describe."""
-  return family_parity.check_model(family_parity.ModelConfig(
-      **{name: values[name] for name in (
-          'method', 'cell', 'hidden_size', 'max_steps', 'tau', 'act_epsilon',
-          'halting_bias', 'rho', 'beta', 'lambda_p', 'ponder_epsilon', 'kl',
-          'eval_max_steps')}))
-
-
-def _setup(values) -> tuple[family_parity.ModelConfig, Experiment,
-                            TrainConfig]:
-  """The model, experiment and training of the flag ``values``."""
-  model = model_config(values)
-  experiment = family_parity.parity_experiment(
-      model, values['setting'], layout=values['layout'], bits=values['bits'],
-      batch_size=values['batch_size'],
-      eval_batch_size=values['eval_batch_size'])
-  config = _common.train_config(
-      values, f'family_parity ({values["method"]}, {values["setting"]})')
-  return model, experiment, config
-
-
-def build(values):
-  """``(experiment, config)`` of a run with these flag ``values``: what
-  ``main`` trains and ``experiments.load_run`` rebuilds."""
-  _, experiment, config = _setup(values)
-  return experiment, config
-
-
 # The final evaluation's metrics repeated at the top of results.json.
 _VALID_KEYS = ('accuracy', 'training_range_accuracy', 'ponder', 'steps',
                'capped', 'multiplications', 'sample_accuracy', 'sample_steps',
@@ -172,10 +143,12 @@ def _seconds_per_update(steps_per_sec) -> float | None:
 
 
 def main(processes):
-  model, experiment, config = _setup(_common.flag_values())
+  run = family_runs.parity_run(_common.flag_values())
+  model = run.settings
   run_dir = _common.default_workdir('family_parity',
                                     leading=('method', 'setting', 'seed'))
-  result = _common.train(experiment, config, run_dir, processes=processes)
+  result = _common.train(run.experiment, run.config, run_dir,
+                         processes=processes)
   if not processes.is_chief():
     return result
   rows = family_parity.evaluate_by_count(

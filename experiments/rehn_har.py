@@ -39,7 +39,6 @@ are comparable in kind, not to the decimal. The test split is UCI's
 used for model selection (the paper reports the final model).
 """
 
-from collections.abc import Callable
 import functools
 import pathlib
 
@@ -47,12 +46,10 @@ from absl import flags
 import numpy as np
 
 from experiments import _common, _rehn
-from vcrnn_jax import cells, data
+from vcrnn_jax import data
 from vcrnn_jax.files import atomic_write
-from vcrnn_jax.models import sequence_model
+from vcrnn_jax.papers.rehn import runs as rehn_runs
 from vcrnn_jax.papers.rehn import tasks as rehn_tasks
-from vcrnn_jax.training import supervised
-from vcrnn_jax.training.train import TrainConfig
 
 _common.mark_resumable(flags.DEFINE_string(
     'data_dir', None, 'Folder holding har/UCI HAR Dataset.zip (or the '
@@ -109,52 +106,6 @@ def write_confusion(path: pathlib.Path, confusion: np.ndarray,
   return '\n'.join(lines)
 
 
-def _cell(values, spec):
-  """``--layers`` recurrent layers of ``spec``'s cell."""
-  layer = rehn_tasks.build_cell(spec)
-  if values['layers'] > 1:
-    return cells.stack([rehn_tasks.build_cell(spec)
-                        for _ in range(values['layers'])])
-  return layer
-
-
-def _tasks(values, cell, ds) -> Callable[[], supervised.ArrayTask]:
-  """The maker of each seed's task (the same data and cell for all)."""
-  splits = {'train': ds.train, 'valid': ds.valid, 'test': ds.test}
-
-  def make():
-    return supervised.array_experiment(
-        sequence_model(cell, output_size=len(ds.meta['classes'])), splits,
-        task='classification', batch_size=values['batch_size'],
-        eval_batch_size=values['eval_batch_size'],
-        statistics=rehn_tasks.depth_statistics)
-
-  return make
-
-
-def _name(values, spec) -> str:
-  return spec.name + (f'_x{values["layers"]}' if values['layers'] != 2
-                      else '')
-
-
-def _train_config(values, name: str, per_epoch: int,
-                  seed: int) -> TrainConfig:
-  return _rehn.epoch_train_config(values, f'rehn_har {name} seed {seed}',
-                                  per_epoch, seed)
-
-
-def build(values):
-  """``(experiment, config)`` of a run with these flag ``values``: what
-  ``main`` trains and ``experiments.load_run`` rebuilds. ``values['seed']``
-  is the run's seed, one of ``--seeds`` (trained in ``<workdir>/seed=<s>``).
-  """
-  spec = _rehn.model_spec(values)
-  cell = _cell(values, spec)
-  task = _tasks(values, cell, data.load('uci_har', values['data_dir']))()
-  return task.experiment, _train_config(
-      values, _name(values, spec), task.steps_per_epoch, values['seed'])
-
-
 def main(processes):
   table = _common.check_output_file('table_csv')
   if FLAGS.report:
@@ -164,19 +115,20 @@ def main(processes):
     return
   values = _common.flag_values()
   _rehn.check_cell_flags(FLAGS.cell, _rehn.CELL_FLAGS)
-  model_spec = _rehn.model_spec(values)
-  cell = _cell(values, model_spec)
+  model_spec = rehn_runs.model_spec(values)
+  cell = rehn_runs.har_cell(values, model_spec)
   ds = data.load('uci_har', values['data_dir'])
   classes = [str(c) for c in ds.meta['classes']]
-  make = _tasks(values, cell, ds)
+  make = rehn_runs.har_tasks(values, cell, ds)
   task = make()
   per_epoch = task.steps_per_epoch
-  name = _name(values, model_spec)
+  name = rehn_runs.har_name(values, model_spec)
   workdir = (pathlib.Path(FLAGS.workdir) if FLAGS.workdir else
              pathlib.Path('runs', 'rehn_har', name))
 
   def config(seed):
-    return _train_config(values, name, per_epoch, seed)
+    return rehn_runs.epoch_train_config(
+        values, f'rehn_har {name} seed {seed}', per_epoch, seed)
 
   def final(result):
     test = task.evaluate_split(result.params, 'test')

@@ -39,11 +39,9 @@ from absl import flags
 import numpy as np
 
 from experiments import _common, _rehn
-from vcrnn_jax import data, loops
-from vcrnn_jax.models import language_model, symmetric_uniform
+from vcrnn_jax import data
+from vcrnn_jax.papers.rehn import runs as rehn_runs
 from vcrnn_jax.papers.rehn import tasks as rehn_tasks
-from vcrnn_jax.training import lm
-from vcrnn_jax.training.train import TrainConfig
 
 _common.mark_resumable(flags.DEFINE_string(
     'data_dir', None, 'Folder holding ptb/ptb.*.txt (Mikolov\'s layout); '
@@ -113,63 +111,13 @@ CELL_FLAGS = {
 }
 
 
-def _setup(values, ds) -> tuple[rehn_tasks.ModelSpec, lm.LanguageModelTask,
-                                TrainConfig]:
-  """The model, LM task and training of the flag ``values`` on ``ds``."""
-  spec = rehn_tasks.ModelSpec(
-      cell=values['cell'], hidden_size=values['hidden_size'],
-      depth=values['depth'], max_depth=values['max_depth'],
-      hyper_size=values['hyper_size'] or values['hidden_size'] // 2,
-      transform_bias=(
-          -2.0 if values['transform_bias'] is None
-          and values['cell'] in ('rhn', 'srhn')
-          else values['transform_bias']),
-      state_dropout=values['drop_state'], init_scale=values['init_scale'],
-      loop=loops.LoopConfig(values['loop'],
-                            checkpoints=values['ponder_slots']),
-      open_gate=values['gate'] == 'open', alpha_init=values['alpha_init'])
-  init = symmetric_uniform(values['init_scale'])
-  model = language_model(
-      rehn_tasks.build_cell(spec), ds.vocab.size,
-      embed_size=values['hidden_size'], readout='tied',
-      embedding_dropout=values['drop_word'],
-      input_dropout=values['drop_input'],
-      output_dropout=values['drop_output'], embedding_init=init,
-      readout_init=init)
-
-  def statistics(ys, inputs):
-    del inputs
-    return rehn_tasks.depth_statistics(ys)
-
-  batch, seq_len = values['batch_size'], values['seq_len']
-  task = lm.lm_experiment(
-      model, ds.train, ds.valid, batch_size=batch, seq_len=seq_len,
-      mode='bptt', eval_mode='stream',
-      eval_batch_size=values['eval_batch_size'], statistics=statistics)
-  _, per_epoch = lm.bptt_rows(ds.train, batch, seq_len)
-  start = values['lr_decay_start']
-  config = _common.train_config(
-      values, f'rehn_ptb {spec.name}',
-      steps=values['steps'] or values['epochs'] * per_epoch,
-      eval_every=values['eval_every'] or per_epoch,
-      lr_decay_every=values['lr_decay_every'] or per_epoch,
-      lr_decay_start=start if start is not None else 20 * per_epoch)
-  return spec, task, config
-
-
-def build(values):
-  """``(experiment, config)`` of a run with these flag ``values``: what
-  ``main`` trains and ``experiments.load_run`` rebuilds."""
-  _, task, config = _setup(values, data.load('ptb_word', values['data_dir']))
-  return task.experiment, config
-
-
 def main(processes):
   _rehn.check_cell_flags(FLAGS.cell, CELL_FLAGS)
   ds = data.load('ptb_word', FLAGS.data_dir)
-  spec, task, config = _setup(_common.flag_values(), ds)
+  run = rehn_runs.ptb_setup(_common.flag_values(), ds)
+  spec, task = run.spec, run.task
   workdir = _common.default_workdir('rehn_ptb', leading=('cell', 'seed'))
-  result = _common.train(task.experiment, config, workdir,
+  result = _common.train(run.experiment, run.config, workdir,
                          processes=processes, data_files=ds.meta['files'])
   if not processes.is_chief():
     return    # Process 0 reports (the others wait for it to finish).

@@ -40,7 +40,6 @@ the paper's unclipped Adam some RHN/SRHN runs diverge late and end at the
 constant predictor.
 """
 
-from collections.abc import Callable
 import functools
 import pathlib
 
@@ -48,11 +47,9 @@ from absl import flags
 
 from experiments import _common, _rehn
 from vcrnn_jax.data.dataset import split_counts
-from vcrnn_jax.models import sequence_model
+from vcrnn_jax.papers.rehn import runs as rehn_runs
 from vcrnn_jax.papers.rehn import tasks as rehn_tasks
 from vcrnn_jax.tasks import elastic_depth
-from vcrnn_jax.training import supervised
-from vcrnn_jax.training.train import TrainConfig
 
 _rehn.define_model_flags(
     cell_help='Recurrent cell: rnn (Elman), lstm, rhn (per-layer weights), '
@@ -135,40 +132,6 @@ def floor_line() -> str:
           'any next-step predictor can reach (elastic_depth.noise_floor)')
 
 
-def _tasks(values, spec) -> Callable[[], supervised.ArrayTask]:
-  """The maker of each seed's task (the same data and cell for all)."""
-  cell = rehn_tasks.build_cell(spec)
-  data = elastic_depth.load(values['data_seed'],
-                            num_sequences=values['num_sequences'],
-                            noise_variance=values['noise_variance'])
-  splits = {'train': data.train, 'valid': data.valid, 'test': data.test}
-
-  def make():
-    return supervised.array_experiment(
-        sequence_model(cell, output_size=2), splits, task='regression',
-        batch_size=values['batch_size'],
-        eval_batch_size=values['eval_batch_size'],
-        statistics=rehn_tasks.depth_statistics)
-
-  return make
-
-
-def _train_config(values, spec, per_epoch: int, seed: int) -> TrainConfig:
-  return _rehn.epoch_train_config(
-      values, f'rehn_synthetic {spec.name} seed {seed}', per_epoch, seed)
-
-
-def build(values):
-  """``(experiment, config)`` of a run with these flag ``values``: what
-  ``main`` trains and ``experiments.load_run`` rebuilds. ``values['seed']``
-  is the run's seed, one of ``--seeds`` (trained in ``<workdir>/seed=<s>``).
-  """
-  spec = _rehn.model_spec(values)
-  task = _tasks(values, spec)()
-  return task.experiment, _train_config(values, spec, task.steps_per_epoch,
-                                        values['seed'])
-
-
 def main(processes):
   if FLAGS.noise_variance <= 0:
     raise ValueError('--noise_variance must be > 0, got '
@@ -188,8 +151,9 @@ def main(processes):
     return
   values = _common.flag_values()
   _rehn.check_cell_flags(FLAGS.cell, _rehn.CELL_FLAGS)
-  model_spec = _rehn.model_spec(values)
-  make = _tasks(values, model_spec)
+  model_spec = rehn_runs.model_spec(values)
+  make = rehn_runs.synthetic_tasks(values, model_spec,
+                                   rehn_runs.synthetic_data(values))
   task = make()
   per_epoch = task.steps_per_epoch
   workdir = (pathlib.Path(FLAGS.workdir) if FLAGS.workdir else
@@ -197,7 +161,9 @@ def main(processes):
                           model_spec.name + _noise_suffix()))
 
   def config(seed):
-    return _train_config(values, model_spec, per_epoch, seed)
+    return rehn_runs.epoch_train_config(
+        values, f'rehn_synthetic {model_spec.name} seed {seed}', per_epoch,
+        seed)
 
   def final(result):
     test = task.evaluate_split(result.params, 'test')

@@ -49,8 +49,8 @@ seen fewer than --min_count times in train become one unknown symbol.
 from absl import flags
 
 from experiments import _common, _vc
-from vcrnn_jax import data
 from vcrnn_jax.papers.vc import lm as vc_lm
+from vcrnn_jax.papers.vc import runs as vc_runs
 
 flags.DEFINE_string('data_path', None, 'The UTF-8 corpus: a Europarl '
                     'side such as europarl-v7.cs-en.cs, or any text file (the '
@@ -76,44 +76,21 @@ flags.adopt_module_key_flags(_vc)
 FLAGS = flags.FLAGS
 
 
-def _corpus(values):
-  """The corpus of ``--data_path`` and its whitespace symbols."""
-  if not values['data_path']:
-    raise ValueError('--data_path is required: the UTF-8 corpus to model '
-                     '(e.g. europarl-v7.cs-en.cs).')
-  ds = data.load('text', path=values['data_path'],
-                 min_count=values['min_count'],
-                 max_length=values['max_chars'],
-                 split_unit=values['split_unit'], word_boundaries=True)
-  return ds, [i for i, t in enumerate(ds.vocab.id_to_token)
-              if t != ds.vocab.unk_token and t.isspace()]
-
-
-def _boundary_target(values) -> float | None:
-  return values['boundary_target'] if values['setting'] == 'guide' else None
-
-
-def build(values):
-  """``(experiment, config)`` of a run with these flag ``values``: what
-  ``main`` trains and ``experiments.load_run`` rebuilds."""
-  ds, bounds = _corpus(values)
-  return _vc.build(values, 'vc_europarl', ds, boundary_ids=bounds,
-                   boundary_target=_boundary_target(values))
-
-
 def main(processes):
   values = _common.flag_values()
-  ds, bounds = _corpus(values)
+  ds, bounds = vc_runs.europarl_corpus(values)
 
   def classes(ids, offset):
     del offset
     return vc_lm.word_groupings(ids, bounds)
 
   _vc.train_and_analyse(
-      'vc_europarl', _vc.truncate(values, ds.train),
-      _vc.truncate(values, ds.valid), _vc.truncate(values, ds.test),
+      'vc_europarl', vc_runs.truncate(values, ds.train),
+      vc_runs.truncate(values, ds.valid), vc_runs.truncate(values, ds.test),
       ds.vocab.size, decode=ds.vocab.decode, classes=classes,
-      boundary_ids=bounds, boundary_target=_boundary_target(values),
+      boundary_ids=bounds,
+      boundary_target=(values['boundary_target']
+                       if values['setting'] == 'guide' else None),
       leading=('setting', 'cell', 'seed'),
       data_files=ds.meta['files'], processes=processes)
 

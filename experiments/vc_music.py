@@ -43,8 +43,8 @@ gradient clipped apart (experiments/_vc.py says why).
 from absl import flags
 
 from experiments import _common, _vc
-from vcrnn_jax import data
 from vcrnn_jax.papers.vc import lm as vc_lm
+from vcrnn_jax.papers.vc import runs as vc_runs
 
 _common.mark_resumable(flags.DEFINE_string(
     'data_dir', None, 'Folder holding thesession/tunes_v3_valid.txt or '
@@ -62,26 +62,9 @@ FLAGS = flags.FLAGS
 KINDS = ('bar', 'note', 'rest', 'other')
 
 
-def _corpus(values):
-  """The tunes of ``--data_path`` or ``--data_dir``."""
-  if values['data_path'] and values['data_dir']:
-    raise ValueError('give --data_path (the tune file) or --data_dir (the '
-                     'folder holding thesession/), not both.')
-  options = {'pair_durations': True, 'shuffle_seed': values['shuffle_seed']}
-  if values['data_path']:
-    return data.load('thesession', path=values['data_path'], **options)
-  return data.load('thesession', values['data_dir'], **options)
-
-
-def build(values):
-  """``(experiment, config)`` of a run with these flag ``values``: what
-  ``main`` trains and ``experiments.load_run`` rebuilds."""
-  return _vc.build(values, 'vc_music', _corpus(values))
-
-
 def main(processes):
   values = _common.flag_values()
-  ds = _corpus(values)
+  ds = vc_runs.music_corpus(values)
   print(f'{ds.vocab.size} symbols; {ds.meta["num_tunes"]} tunes; '
         f'{len(ds.train)}/{len(ds.valid)}/{len(ds.test)} tokens')
 
@@ -95,8 +78,8 @@ def main(processes):
                             for l in found['length']]}
 
   _vc.train_and_analyse(
-      'vc_music', _vc.truncate(values, ds.train),
-      _vc.truncate(values, ds.valid), _vc.truncate(values, ds.test),
+      'vc_music', vc_runs.truncate(values, ds.train),
+      vc_runs.truncate(values, ds.valid), vc_runs.truncate(values, ds.test),
       ds.vocab.size, decode=ds.vocab.decode,
       classes=classes, metric='perplexity',
       data_files=ds.meta['files'], processes=processes)

@@ -65,8 +65,8 @@ characters.
 from absl import flags
 
 from experiments import _common, _vc
-from vcrnn_jax import data
 from vcrnn_jax.papers.vc import lm as vc_lm
+from vcrnn_jax.papers.vc import runs as vc_runs
 
 _common.mark_resumable(flags.DEFINE_string(
     'data_dir', None, 'Folder holding ptb/ptb.char.*.txt (Mikolov\'s '
@@ -88,32 +88,9 @@ flags.adopt_module_key_flags(_vc)
 FLAGS = flags.FLAGS
 
 
-def _corpus(values):
-  """The dataset of ``--level`` and, at char level, its word boundaries."""
-  if values['buffer_bits'] and values['level'] != 'bit':
-    raise ValueError('--buffer_bits is for --level=bit only.')
-  if values['boundary_target'] is not None and values['level'] != 'char':
-    raise ValueError('--boundary_target is for --level=char only.')
-  if values['level'] == 'char':
-    ds = data.load('ptb_char', values['data_dir'], word_boundaries=True)
-    return ds, [ds.vocab.token_to_id[c] for c in ('_', '\n')
-                if c in ds.vocab]
-  ds = data.load('ptb_bit', values['data_dir'],
-                 buffer_bits=values['buffer_bits'])
-  return ds, None
-
-
-def build(values):
-  """``(experiment, config)`` of a run with these flag ``values``: what
-  ``main`` trains and ``experiments.load_run`` rebuilds."""
-  ds, bounds = _corpus(values)
-  return _vc.build(values, 'vc_ptb', ds, boundary_ids=bounds,
-                   boundary_target=values['boundary_target'])
-
-
 def main(processes):
   values = _common.flag_values()
-  ds, bounds = _corpus(values)
+  ds, bounds = vc_runs.ptb_corpus(values)
   if values['level'] == 'char':
 
     def classes(ids, offset):
@@ -136,8 +113,9 @@ def main(processes):
     bits = {'positions': positions, 'period': ds.meta['period'],
             'chars': char_vocab.decode(ds.meta['char_ids']['valid'][:5000])}
   _vc.train_and_analyse(
-      'vc_ptb', _vc.truncate(values, ds.train), _vc.truncate(values, ds.valid),
-      _vc.truncate(values, ds.test), ds.vocab.size, decode=ds.vocab.decode,
+      'vc_ptb', vc_runs.truncate(values, ds.train),
+      vc_runs.truncate(values, ds.valid), vc_runs.truncate(values, ds.test),
+      ds.vocab.size, decode=ds.vocab.decode,
       classes=classes, boundary_ids=bounds, bits=bits,
       boundary_target=values['boundary_target'],
       leading=('level', 'cell', 'seed'),

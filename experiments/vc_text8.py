@@ -28,8 +28,8 @@ none of them).
 from absl import flags
 
 from experiments import _common, _vc
-from vcrnn_jax import data
 from vcrnn_jax.papers.vc import lm as vc_lm
+from vcrnn_jax.papers.vc import runs as vc_runs
 
 _common.mark_resumable(flags.DEFINE_string(
     'data_dir', None, 'Folder holding text8 or text8.zip (or '
@@ -44,31 +44,17 @@ flags.adopt_module_key_flags(_vc)
 FLAGS = flags.FLAGS
 
 
-def _corpus(values):
-  """Text8 and its word boundary (the space)."""
-  ds = data.load('text8', values['data_dir'], max_length=values['max_chars'],
-                 word_boundaries=True)
-  return ds, [ds.vocab.token_to_id[' ']]
-
-
-def build(values):
-  """``(experiment, config)`` of a run with these flag ``values``: what
-  ``main`` trains and ``experiments.load_run`` rebuilds."""
-  ds, bounds = _corpus(values)
-  return _vc.build(values, 'vc_text8', ds, boundary_ids=bounds)
-
-
 def main(processes):
   values = _common.flag_values()
-  ds, bounds = _corpus(values)
+  ds, bounds = vc_runs.text8_corpus(values)
 
   def classes(ids, offset):
     del offset
     return vc_lm.word_groupings(ids, bounds)
 
   _vc.train_and_analyse(
-      'vc_text8', _vc.truncate(values, ds.train),
-      _vc.truncate(values, ds.valid), _vc.truncate(values, ds.test),
+      'vc_text8', vc_runs.truncate(values, ds.train),
+      vc_runs.truncate(values, ds.valid), vc_runs.truncate(values, ds.test),
       ds.vocab.size, decode=ds.vocab.decode, classes=classes,
       boundary_ids=bounds, data_files=ds.meta['files'], processes=processes)
 

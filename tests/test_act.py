@@ -382,7 +382,9 @@ def test_wrong_input_size_is_named_in_acts_terms():
   cell = act.adaptive(cells.gru(8), 4)
   params = cell.init(jax.random.key(0), 3)
   want = (r'act.adaptive(gru).apply: x must have shape [batch, 3] '
-          r'(input_size from the params), got shape (2, 5, 4).')
+          r'(input_size from the params), got shape (2, 5, 4): one feature '
+          r'more than the params read; if x carries the first-step flag, give '
+          r'it without: act.adaptive(gru) appends the flag itself.')
   with pytest.raises(ValueError) as info:
     cell.apply(params, cell.initial_state(2), jnp.ones((2, 5, 4)))
   assert str(info.value) == want
@@ -394,6 +396,19 @@ def test_wrong_input_size_is_named_in_acts_terms():
   with pytest.raises(ValueError, match=r'^act.adaptive\(act.adaptive\(lstm\)'
                      r'\).apply: x must have shape \[batch, 3\]'):
     twice.apply(params, twice.initial_state(2), jnp.ones((2, 5)))
+
+
+def test_an_init_that_counts_the_flag_is_named_when_applied():
+  # init takes the width of x; ACT adds the flag's weights itself.
+  cell = act.adaptive(cells.elman(8), 1)
+  assert cell.init(jax.random.key(0), 64)['cell']['input_kernel'].shape == (
+      65, 8)
+  counted = cell.init(jax.random.key(0), 65)
+  with pytest.raises(ValueError, match=(
+      r'x must have shape \[batch, 65\] .* got shape \(2, 64\): .* if init '
+      r'was given input_size=65 counting the first-step flag, give it the '
+      r'width of x, input_size=64')):
+    cell.apply(counted, cell.initial_state(2), jnp.zeros((2, 64)))
 
 
 @pytest.mark.parametrize('inner', ['elman', 'lstm'])

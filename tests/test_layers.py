@@ -27,8 +27,11 @@ LAYERS = {
     'vcrnn_jax.unroll': 2, 'vcrnn_jax.depth': 2,
     'vcrnn_jax.registry': 3, 'vcrnn_jax.models': 3,
     'vcrnn_jax.linen': 4, 'vcrnn_jax.nnx': 4,
-    'vcrnn_jax.training': 5,
+    'vcrnn_jax.training': 5,    # runs: a workdir's flags and checkpoints
+    # Each paper's runs (papers/<paper>/runs.py, papers/depth/logic.py).
     'vcrnn_jax.papers': 6,
+    # load_run: every paper's runs by binary, above them all.
+    'vcrnn_jax.papers.runs': 7,
 }
 
 

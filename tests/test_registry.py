@@ -98,6 +98,7 @@ NOT_METHODS = {
     'vcrnn_jax.core.check_cell', 'vcrnn_jax.core.ignore_context',
     'vcrnn_jax.registry.build_cell', 'vcrnn_jax.papers.rehn.tasks.build_cell',
     'vcrnn_jax.papers.vc.lm.build_cell', 'vcrnn_jax.linen.simple_cell',
+    'vcrnn_jax.papers.rehn.runs.har_cell',
 }
 
 

@@ -206,7 +206,9 @@ def test_wrong_input_size_is_named_in_repeats_terms():
   cell = repeat.repeat(cells.gru(H), RHO)
   params = cell.init(jax.random.key(0), 3)
   want = (r'repeat(gru).apply: x must have shape [batch, 3] '
-          r'(input_size from the params), got shape (2, 4).')
+          r'(input_size from the params), got shape (2, 4): one feature more '
+          r'than the params read; if x carries the first-step flag, give it '
+          r'without: repeat(gru) appends the flag itself.')
   with pytest.raises(ValueError) as info:
     cell.apply(params, cell.initial_state(2), jnp.ones((2, 4)))
   assert str(info.value) == want

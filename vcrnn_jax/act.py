@@ -83,8 +83,13 @@ def adaptive(
   for an LSTM: the columns of ``W_y`` on ``c`` are fixed to zero, as the paper
   allows); the halting unit reads ``halt_features(state, y)``, by default the
   same ``y``. The first-step flag of Eq. 3 is an extra input feature, so the
-  wrapped cell is initialised with ``input_size + 1``. ``N(t)`` is a constant
-  for differentiation (Section 2.2): the gradient w.r.t. the halting
+  wrapped cell is initialised with ``input_size + 1``: ``init(key,
+  input_size)`` takes the width of ``x`` as ``apply`` gets it, without the
+  flag (64 for the paper's 64-bit parity vectors, not 65), and ``apply``
+  appends the flag itself. An ``x`` of another width than the params read
+  is a ``ValueError`` naming both; one feature off, it also names the flag
+  counted twice as the likely cause. ``N(t)`` is a constant for
+  differentiation (Section 2.2): the gradient w.r.t. the halting
   activations is Eq. 19-20.
 
   Pondering runs as a ``lax.while_loop`` over the batch that stops when every

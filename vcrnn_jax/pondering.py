@@ -224,7 +224,10 @@ def restated_input_error(error: InputSizeError, owner: str,
   """A wrapped cell's input-size error in the terms of ``owner``'s ``x``.
 
   The wrapped cell reads ``x`` with the first-step flag appended, so its own
-  message names one input too many.
+  message names one input too many. Where ``x`` is one feature off, the
+  message says which of the two mistakes the flag invites it is: ``x``
+  given with the flag already appended, or params initialised with the
+  flag counted in ``input_size`` (``init`` takes ``x``'s width).
 
   Args:
     error: the wrapped cell's error.
@@ -235,10 +238,21 @@ def restated_input_error(error: InputSizeError, owner: str,
     The error to raise, naming ``owner(cell)`` and one input fewer.
   """
   name = f'{owner}({error.name})'
+  width, got = error.input_size - 1, x.shape[-1] if x.ndim else None
+  if got == width + 1:
+    hint = (': one feature more than the params read; if x carries the '
+            f'first-step flag, give it without: {name} appends the flag '
+            'itself')
+  elif got == width - 1:
+    hint = (': one feature fewer than the params read; if init was given '
+            f'input_size={width} counting the first-step flag, give it the '
+            f'width of x, input_size={got}: {name} adds the flag\'s weights '
+            'itself')
+  else:
+    hint = ''
   return InputSizeError(
-      f'{name}.apply: x must have shape [batch, {error.input_size - 1}] '
-      f'(input_size from the params), got shape {tuple(x.shape)}.',
-      name, error.input_size - 1)
+      f'{name}.apply: x must have shape [batch, {width}] (input_size from '
+      f'the params), got shape {tuple(x.shape)}{hint}.', name, width)
 
 
 def output_width(cell: Cell, cell_params: Any, state: Any, x: Any,

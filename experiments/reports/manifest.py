@@ -23,6 +23,9 @@ key           what
 ``env``       the environment variables that change XLA's code or JAX's
               numerics (:data:`ENV_KEYS`), where set
 ``data``      per data file the run reads: its path and sha256
+``flags``     every flag value of the binary at that start, by name (the
+              binaries add it; :func:`vcrnn_jax.papers.runs.load_run`
+              rebuilds the run from it)
 ============  ================================================================
 
 Example::

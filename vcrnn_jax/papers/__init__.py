@@ -15,7 +15,15 @@ lives beside the experiment binaries.
 * :mod:`vcrnn_jax.papers.vc`: Jernite et al. 2017 (the language models, the
   scheduler's analysis);
 * :mod:`vcrnn_jax.papers.family`: PonderNet, Repeat-RNN and Skip-RNN
-  against ACT and VCGRU on one stack (parity, adding).
+  against ACT and VCGRU on one stack (parity, adding);
+* :mod:`vcrnn_jax.papers.depth`: adaptive Transformer depth on ACT's logic
+  task, no paper's experiment (the model that tests the Universal
+  Transformer's and ACT's claims on it).
+
+Each paper's ``runs`` module (adaptive depth's ``logic``) builds its
+binaries' runs from their flag values;
+:func:`vcrnn_jax.papers.runs.load_run` rebuilds a trained run from its
+workdir with them.
 """
 
 # Nothing at the package level: the modules listed above are the API.

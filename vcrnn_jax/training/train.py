@@ -513,8 +513,8 @@ def restore_latest_params(experiment: Experiment, config: TrainConfig,
 
   A checkpoint holds the leaves of the training state, not the model that
   made them: ``experiment`` and ``config`` say what they are. For a
-  binary's run, ``experiments.load_run(workdir)`` rebuilds both from the
-  flags the run recorded and calls this.
+  binary's run, :func:`vcrnn_jax.papers.runs.load_run` rebuilds both from
+  the flags the run recorded and calls this.
 
   Args:
     experiment: the run's :class:`Experiment`, built as the run built it.

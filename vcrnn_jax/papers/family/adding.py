@@ -28,7 +28,7 @@ from vcrnn_jax.models import sequence_model
 from vcrnn_jax.tasks import adding
 from vcrnn_jax.training.train import Experiment
 
-__all__ = ['MODELS', 'AddingSpec', 'build_cell', 'experiment']
+__all__ = ['MODELS', 'AddingSpec', 'build_cell', 'build_model', 'experiment']
 
 MODELS = ('lstm', 'gru', 'skip_lstm', 'skip_gru', 'vcgru')
 
@@ -64,6 +64,12 @@ def build_cell(spec: AddingSpec):
   return skip.skip(cell) if spec.model.startswith('skip_') else cell
 
 
+def build_model(spec: AddingSpec):
+  """The sequence model of ``spec``: its cell and a linear readout of one
+  output per step (the prediction is the last step's)."""
+  return sequence_model(build_cell(spec), 1)
+
+
 def _forward(net, spec: AddingSpec, params, batch: adding.AddingBatch):
   """``(squared errors [B], extra loss [B], update fraction [B])``."""
   preds, ys = net.apply(params, batch.inputs)
@@ -90,7 +96,7 @@ def experiment(spec: AddingSpec, *, batch_size: int,
   """
   batch_size = check_positive_int('batch_size', batch_size)
   eval_batch_size = check_positive_int('eval_batch_size', eval_batch_size)
-  net = sequence_model(build_cell(spec), 1)
+  net = build_model(spec)
   adding.sample(jax.random.key(0), 1, spec.seq_len)  # Checks seq_len now.
 
   def loss(params, batch, info):

@@ -99,6 +99,7 @@ __all__ = [
     'ranges',
     'tasks_of',
     'build_model',
+    'evaluation_model',
     'multiplications',
     'parity_experiment',
     'evaluate_by_count',
@@ -310,6 +311,13 @@ def build_model(model: ModelConfig, *, inference: str = 'train'):
                      inference)
   cell = row.factory(inner, **options)
   return sequence_model(cell, None if 'output_size' in options else 1)
+
+
+def evaluation_model(model: ModelConfig):
+  """The sequence model :func:`parity_experiment`'s ``accuracy`` scores:
+  :func:`build_model`, with PonderNet's deterministic halting rule (P5's
+  median) for a method that samples its halting step."""
+  return _scorer(model).median
 
 
 def _bce(logits, targets):

@@ -2,7 +2,9 @@
 seeds.
 
 * :mod:`~vcrnn_jax.papers.rehn.tasks`: the six cells from one spec, the
-  paper's table rows, several seeds of one model into one table.
+  paper's table rows, several seeds of one model into one table;
+* :mod:`~vcrnn_jax.papers.rehn.runs`: the binaries' runs from their flag
+  values.
 """
 
 # Nothing at the package level: the modules listed above are the API.

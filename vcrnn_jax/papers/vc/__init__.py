@@ -2,7 +2,9 @@
 
 * :mod:`~vcrnn_jax.papers.vc.lm`: the five cells compared, the penalty of
   Eq. 10 and the sharpness schedule, the scheduler's analysis (the data of
-  Fig. 2, 3, 5 and Table 2).
+  Fig. 2, 3, 5 and Table 2);
+* :mod:`~vcrnn_jax.papers.vc.runs`: the binaries' runs from their flag
+  values.
 """
 
 # Nothing at the package level: the modules listed above are the API.

@@ -47,7 +47,7 @@ import numpy as np
 
 from vcrnn_jax import registry, vc
 from vcrnn_jax.core import Cell, check_positive_int
-from vcrnn_jax.models import language_model
+from vcrnn_jax.models import SequenceModel, language_model
 from vcrnn_jax.training import lm
 
 __all__ = [
@@ -60,6 +60,7 @@ __all__ = [
     'sharpness',
     'sharpness_at',
     'build_cell',
+    'build_model',
     'elman_units',
     'lm_task',
     'top_dims_usage',
@@ -183,6 +184,13 @@ def build_cell(spec: ModelSpec) -> Cell:
   return registry.build_cell(spec.cell, d, **options)
 
 
+def build_model(spec: ModelSpec, vocab_size: int) -> SequenceModel:
+  """The language model of ``spec``: an embedding of size ``D``, the cell
+  and a linear readout over ``vocab_size`` symbols (:func:`lm_task`'s)."""
+  return language_model(build_cell(spec), vocab_size,
+                        embed_size=spec.hidden_size, readout='linear')
+
+
 def elman_units(cell_name: str) -> float:
   """Table 3's cost of a cell of dimension ``d`` in units of ``d^2``."""
   return vc.rnn_equivalent_dim(cell_name, 1) ** 2
@@ -241,8 +249,7 @@ def lm_task(spec: ModelSpec, train_stream, valid_stream, vocab_size: int, *,
     raise ValueError('the guide setting (boundary_target) needs the corpus\'s '
                      'boundary symbols; this corpus has none.')
   d = spec.hidden_size
-  model = language_model(build_cell(spec), vocab_size,
-                         embed_size=d, readout='linear')
+  model = build_model(spec, vocab_size)
   units = elman_units(spec.cell)
   bounds = (None if boundary_ids is None
             else jnp.asarray(np.asarray(list(boundary_ids), np.int32)))

@@ -1,0 +1,15 @@
+"""Adaptive Transformer depth (:mod:`vcrnn_jax.depth`) on ACT's logic task.
+
+No paper trains this experiment; it tests two papers' claims on one task:
+the Universal Transformer's (Dehghani et al. 2019: a shared block with
+dynamic per-position halting, its ponder time longer on inputs that need
+more reasoning steps) and ACT's (Graves 2016, Fig. 6: ponder grows with
+difficulty).
+
+* :mod:`~vcrnn_jax.papers.depth.logic`: the model (a shared Transformer
+  block, its depth per token, per example or fixed), its experiment on the
+  token logic task and the run of ``experiments.depth_logic``'s flags.
+"""
+
+# Nothing at the package level: the modules listed above are the API.
+__all__ = []
