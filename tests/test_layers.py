@@ -24,7 +24,7 @@ LAYERS = {
     'vcrnn_jax.loops': 1, 'vcrnn_jax.compaction': 1, 'vcrnn_jax.cells': 1,
     'vcrnn_jax.metrics': 1,
     'vcrnn_jax.data': 1, 'vcrnn_jax.tasks': 1, 'vcrnn_jax.pondering': 1,
-    'vcrnn_jax.unroll': 2, 'vcrnn_jax.depth': 2,
+    'vcrnn_jax.unroll': 2, 'vcrnn_jax.depth': 2, 'vcrnn_jax.routing': 2,
     'vcrnn_jax.registry': 3, 'vcrnn_jax.models': 3,
     'vcrnn_jax.linen': 4, 'vcrnn_jax.nnx': 4,
     'vcrnn_jax.training': 5,    # runs: a workdir's flags and checkpoints
