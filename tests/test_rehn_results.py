@@ -109,10 +109,12 @@ def test_unrecorded_claims_have_no_verdict():
   assert har.verdict.label == 'undecided' and 'no record' in har.here
   text = rehn.summary(groups)
   assert text.splitlines()[0] == (
-      '| claim | the paper | here | verdict | criterion |')
+      '| claim | the paper | verdict | evidence | criterion | data |')
   # Only size 20 recorded: every row above lacks a record there too, and
   # so does HAR's second row.
-  assert text.count('records missing') == len(rows) + 1
+  key = next(line.split('**')[1] for line in text.splitlines()
+             if line.startswith('- **C') and 'records missing' in line)
+  assert text.count(f' | {key} |') == len(rows) + 1
 
 
 def test_ei_rehn_size_order_from_its_three_rows():

@@ -58,6 +58,7 @@ __all__ = [
     'paired',
     'exceeds',
     'order',
+    'claims_table',
     'not_recorded',
     'not_testable',
     'withheld',
@@ -89,7 +90,9 @@ _Z80 = 0.841621
 
 LEGEND = (
     '**Verdicts.** Every claim is judged on one scale, from the seeds\' '
-    'numbers, by the criterion printed beside it: **holds** when the 95% '
+    'numbers, by its criterion (each claims table lists its criteria once, '
+    'under the table, and each row names its own: C1, C2, ...): '
+    '**holds** when the 95% '
     'interval lies on the claim\'s side (of a bound, of zero for a paired '
     'difference, of the next model for an order); **within noise** when '
     'the interval reaches the other side, in either direction (the evidence '
@@ -440,3 +443,60 @@ def marked(verdict: Verdict, states: Sequence[str]) -> Verdict:
   ignored)."""
   worst = _worst(states)
   return verdict if worst == 'current' else verdict._replace(records=worst)
+
+
+# The columns a page's claims table may name, in the order it prints them.
+_PAPER_COLUMNS = ('the paper', 'the papers', 'source')
+_EVIDENCE_COLUMNS = ('here', 'evidence')
+
+
+def _column(header: Sequence[str], names: Sequence[str]) -> int | None:
+  for i, name in enumerate(header):
+    if name in names:
+      return i
+  return None
+
+
+def claims_table(header: Sequence[str], rows: Sequence[Sequence[str]],
+                 sections: Sequence[tuple[str, str]] = ()) -> str:
+  """A page's claims table: claim, the paper, verdict, evidence and a link
+  to the section that shows the data, one row per claim, then the criteria
+  once each, numbered (``C1``, ``C2``, ...), each row naming its own in
+  its ``criterion`` column; a criterion shared by several claims is listed
+  once.
+
+  ``header`` names the columns of ``rows``: ``claim``, ``verdict`` and
+  ``criterion``, one of :data:`_PAPER_COLUMNS` and one of
+  :data:`_EVIDENCE_COLUMNS`. ``sections`` maps claims to sections as
+  ``(prefix, link)`` pairs: a row whose claim starts with ``prefix`` links
+  to ``link`` (a Markdown link); the first match wins, and a table without
+  ``sections`` has no section column.
+  """
+  header = list(header)
+  need = {'claim': _column(header, ('claim',)),
+          'the paper': _column(header, _PAPER_COLUMNS),
+          'verdict': _column(header, ('verdict',)),
+          'evidence': _column(header, _EVIDENCE_COLUMNS),
+          'criterion': _column(header, ('criterion',))}
+  missing = [name for name, i in need.items() if i is None]
+  if missing:
+    raise ValueError(f'claims_table: header {header} lacks {missing}.')
+  criteria: dict[str, int] = {}
+  out = []
+  for row in rows:
+    rule = row[need['criterion']]
+    key = criteria.setdefault(rule, len(criteria) + 1)
+    cells = [row[need['claim']], row[need['the paper']],
+             row[need['verdict']], row[need['evidence']], f'C{key}']
+    if sections:
+      cells.append(next((link for prefix, link in sections
+                         if row[need['claim']].startswith(prefix)), ''))
+    out.append(cells)
+  names = ['claim', header[need['the paper']], 'verdict', 'evidence',
+           'criterion']
+  names += ['data'] if sections else []
+  lines = ['| ' + ' | '.join(names) + ' |', '|' + ' --- |' * len(names)]
+  lines += ['| ' + ' | '.join(str(c) for c in cells) + ' |' for cells in out]
+  listed = [f'- **C{key}**: {rule}' for rule, key in criteria.items()]
+  return ('\n'.join(lines) + '\n\n**Criteria.**\n\n' + '\n'.join(listed)
+          + '\n')

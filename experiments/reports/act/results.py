@@ -330,6 +330,18 @@ def sweep_bound_verdict(sweep) -> verdicts.Verdict:
   return verdicts.Verdict(label, criterion, evidence or 'no sweep record')
 
 
+# Where each claim's data is shown on the results page (act.md).
+SECTIONS = (
+    ('parity, 64 bits', '[main command](#parity-the-main-command-from-records)'),
+    ('parity: mean sequence error below', '[τ sweep](#the-time-penalty-τ-figs-4-6)'),
+    ('parity: ACT against no ACT', '[without ACT](#without-act)'),
+    ('parity: ponder grows', '[Fig. 6](#error-and-ponder-per-difficulty-fig-6)'),
+    ('logic', '[logic](#logic-sec-32)'),
+    ('addition', '[addition](#addition-sec-33)'),
+    ('sort', '[sort](#sort-sec-34)'),
+)
+
+
 def summary_text(main: Sequence[Mapping[str, Any]],
                  no_act: Sequence[Mapping[str, Any]],
                  avx2: Sequence[Mapping[str, Any]] = (),
@@ -385,8 +397,8 @@ def summary_text(main: Sequence[Mapping[str, Any]],
       rows += recorded[task]
     else:
       rows.append([claim, source, *verdicts.not_recorded(why).cells()])
-  text = records.table(['claim', 'the paper', 'verdict', 'here',
-                        'criterion'], rows)
+  text = verdicts.claims_table(['claim', 'the paper', 'verdict', 'here',
+                                'criterion'], rows, SECTIONS)
   if twins:
     text += ('\nNot claims of the paper, and no verdict: what the same '
              'seeds of the main command move by when one thing changes.\n\n'
@@ -723,8 +735,8 @@ def sweep_verdicts(sweep) -> str:
         lower_is_better=False)
     rows.append(['the lower τ, the steeper the growth of ponder with '
                  'difficulty', 'Fig. 6', *v.cells()])
-  return records.table(['claim', 'the paper', 'verdict', 'here',
-                        'criterion'], rows)
+  return verdicts.claims_table(['claim', 'the paper', 'verdict', 'here',
+                                'criterion'], rows)
 
 
 def sweep_data(sweep, no_act: Sequence[Mapping[str, Any]] = ()) -> dict:

@@ -248,7 +248,7 @@ def _rows(task: Task, size: tuple, by_setting,
                    f'({where})', task.section, *v.cells()])
     if no_act:
       a, b = _paired(runs, no_act)
-      v = verdicts.paired(a, b, claim=f'ACT at τ = {tau:g} ends below the '
+      v = verdicts.paired(a, b, claim='ACT ends below the '
                           'same network without ACT', fmt=verdicts.pct)
       rows.append([f'{task.name}, τ = {tau:g}: ACT improves the error '
                    f'({where})', task.section, *v.cells()])
@@ -273,8 +273,8 @@ def task_verdicts(groups, task: Task, exclude: Sequence[str] = ()) -> str:
   rows = _verdict_rows(groups, task, exclude)
   if not rows:
     return 'No record yet.\n'
-  return records.table(['claim', 'the paper', 'verdict', 'here',
-                        'criterion'], rows)
+  return verdicts.claims_table(['claim', 'the paper', 'verdict', 'here',
+                                'criterion'], rows)
 
 
 def summary_rows(groups, exclude: Sequence[str] = ()) -> dict[str,

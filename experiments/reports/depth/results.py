@@ -352,7 +352,7 @@ def summary_text(groups: Mapping[str, Sequence[Mapping[str, Any]]]) -> str:
     rows += [_compare_row(groups, adaptive, fixed, tag)
              for adaptive in _ADAPTIVE]
   every = [r for _, _, runs in configurations(groups) for r in runs]
-  return (records.table(SUMMARY_HEADER, rows)
+  return (verdicts.claims_table(SUMMARY_HEADER, rows)
           + '\n"here": means over seeds; errors are the share of held-out '
           'examples whose final result is wrong, depth the block '
           'applications per position (per example: every position of an '

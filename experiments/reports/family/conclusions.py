@@ -547,6 +547,6 @@ def conclusions(groups: Mapping[str, Sequence[Mapping[str, Any]]],
                 ) -> str:
   """The conclusions table (``family/conclusions.md``): claim, source,
   the records' numbers, verdict and criterion per row."""
-  return records.table(CONCLUSION_HEADER,
-                       [c.cells() for c in conclusion_claims(groups,
-                                                             statuses)])
+  return verdicts.claims_table(
+      CONCLUSION_HEADER,
+      [c.cells() for c in conclusion_claims(groups, statuses)])

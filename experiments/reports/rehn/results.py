@@ -297,6 +297,17 @@ def table2(groups, statuses=None) -> str:
 # The summary: one row per claim of the paper.
 
 SUMMARY_HEADER = ['claim', 'the paper', 'here', 'verdict', 'criterion']
+# Where each claim's data is shown on the results page (rehn.md).
+SECTIONS = (
+    ('Table 1 at', '[Table 1](#table-1-synthetic-data-sec-41)'),
+    ('Table 1', '[Tables 1-2](#tables-1-and-2-at-cpu-scale-from-records)'),
+    ('Sec. 4.1', '[Tables 1-2](#tables-1-and-2-at-cpu-scale-from-records)'),
+    ('Table 2', '[Tables 1-2](#tables-1-and-2-at-cpu-scale-from-records)'),
+    ('Table 3: EI-REHN below RHN in PTB test perplexity at $D_h$ = 1200',
+     '[PTB](#penn-treebank-words-sec-43)'),
+    ('Table 3', '[Table 3](#table-3-at-hidden-size-100-from-records)'),
+    ('Table 4', '[PTB](#penn-treebank-words-sec-43)'),
+)
 
 
 class Row(NamedTuple):
@@ -565,7 +576,8 @@ def summary(groups) -> str:
           *ptb_rows(groups)]
   every = [r for prefix in (SYNTHETIC, HAR)
            for runs in _experiments(groups, prefix).values() for r in runs]
-  return (records.table(SUMMARY_HEADER, [row.cells() for row in rows])
+  return (verdicts.claims_table(SUMMARY_HEADER,
+                                 [row.cells() for row in rows], SECTIONS)
           + '\n"here": the mean over seeds with its 95% Student-t '
           'interval and the number of seeds n, then the numbers the '
           'criterion decided on; Table 1\'s MSEs in units of $10^{-3}$. '

@@ -277,7 +277,9 @@ def frontier_rows(groups, corpus: str) -> list[list[str]]:
     claim = (f'{model.label} below the {_NAMES[base_cell]} frontier in '
              f'{what} at its RNN-d')
     where = _GUIDE_SOURCE if model.guided else source
-    verdict = frontier_verdict(by_fit, claim=claim, fmt=fmt)
+    verdict = frontier_verdict(
+        by_fit, fmt=fmt, claim=f'{what} below the {_NAMES[base_cell]} '
+        'frontier at the RNN-d of the run (gain per seed)')
     span = [_test(r, 'rnn_d') for rs in base.values() for r in rs]
     span = [x for x in span if x is not None]
     inside = (f'RNN-d {min(span):.0f}-{max(span):.0f}' if span

@@ -233,6 +233,33 @@ PAPER_EUROPARL = ('VCRNN, guided or learned, below an RNN\'s bpc at each '
                   'dimensions at word boundaries (Fig. 3 middle, bottom)')
 
 SUMMARY_HEADER = ['claim', 'the paper', 'here', 'verdict', 'criterion']
+# Where each claim's data is shown on the results page (vc.md).
+SECTIONS = (
+    ('a VCRNN reaches', '[PTB](#character-ptb-and-music-three-seeds-from-records)'),
+    ('VCRNN-256', '[PTB](#character-ptb-and-music-three-seeds-from-records)'),
+    ('with the word', '[PTB](#character-ptb-and-music-three-seeds-from-records)'),
+    ('more computation at word boundaries (learned)',
+     '[PTB](#character-ptb-and-music-three-seeds-from-records)'),
+    ('the largest updates',
+     '[PTB](#character-ptb-and-music-three-seeds-from-records)'),
+    ('a VCRNN predicts music',
+     '[music](#character-ptb-and-music-three-seeds-from-records)'),
+    ('bar lines get less computation (frontier',
+     '[frontier](#the-irish-tunes-frontier-from-records)'),
+    ('fast passages get more computation (frontier',
+     '[frontier](#the-irish-tunes-frontier-from-records)'),
+    ('bar lines', '[music](#character-ptb-and-music-three-seeds-from-records)'),
+    ('rests', '[music](#character-ptb-and-music-three-seeds-from-records)'),
+    ('fast passages',
+     '[music](#character-ptb-and-music-three-seeds-from-records)'),
+    ('Table 3, Sec. 5.2.1: VCRNN-1024',
+     '[GPU](#character-ptb-at-the-papers-width-on-a-gpu-from-records)'),
+    ('Table 3', '[frontier](#the-character-ptb-frontier-from-records)'),
+    ('Sec. 5.2.2', '[frontier](#the-character-ptb-frontier-from-records)'),
+    ('Table 1', '[frontier](#the-irish-tunes-frontier-from-records)'),
+    ('more computation at word boundaries (frontier',
+     '[frontier](#the-character-ptb-frontier-from-records)'),
+)
 Rows = list[list[str]]
 
 
@@ -503,7 +530,7 @@ def summary(groups: Mapping[str, Sequence[Mapping[str, Any]]],
                   [g for g in groups if g.startswith(frontier.FRONTIER)
                    and g.split('_')[1] in ('ptb', 'music')], statuses)
   rows += unrecorded_rows(groups)
-  text = records.table(SUMMARY_HEADER, rows)
+  text = verdicts.claims_table(SUMMARY_HEADER, rows, SECTIONS)
   every = [r for runs in [*ptb.values(), *music.values(),
                           *_experiments(groups, frontier.FRONTIER).values()]
            for r in runs]
