@@ -51,7 +51,9 @@ honours ``lengths``.
 
 Beside the cells, :class:`PerTokenDepth` and :class:`PerExampleDepth` run
 :mod:`vcrnn_jax.depth`'s adaptive depth around any Linen Transformer
-block; their params are the pure params tree, ``{'block', 'halting'}``.
+block, and :class:`PerTokenRouting` :mod:`vcrnn_jax.routing`'s capacity
+routing; their params are the pure params tree, ``{'block', 'halting'}``
+(``{'block', 'router'}``).
 """
 
 from collections.abc import Callable, Sequence
@@ -75,6 +77,7 @@ from vcrnn_jax import (
   registry,
   rehn,
   repeat,
+  routing,
   skip,
   utils,
   vc,
@@ -82,9 +85,10 @@ from vcrnn_jax import (
 from vcrnn_jax.core import Cell, Context, as_context, select_rows
 
 __all__ = ['ACT', 'CellModule', 'EIREHN', 'Elman', 'GRU', 'LSTM',
-           'PerExampleDepth', 'PerTokenDepth', 'PonderNet', 'RHN', 'RNN',
-           'Repeat', 'SREHN', 'SRHN', 'Skip', 'Stack', 'VCGRU', 'VCRNN',
-           'call_with_context', 'check_block_call', 'elman_params_from_flax',
+           'PerExampleDepth', 'PerTokenDepth', 'PerTokenRouting',
+           'PonderNet', 'RHN', 'RNN', 'Repeat', 'SREHN', 'SRHN', 'Skip',
+           'Stack', 'VCGRU', 'VCRNN', 'call_with_context', 'check_block_call',
+           'elman_params_from_flax',
            'elman_params_to_flax', 'factory_options', 'flatten_batch',
            'lstm_params_from_flax', 'lstm_params_to_flax',
            'lstm_state_from_flax', 'lstm_state_to_flax', 'module_for',
@@ -106,6 +110,7 @@ _PONDERNET = utils.defaults(ponder.pondernet)
 _SKIP = utils.defaults(skip.skip)
 _PER_TOKEN = utils.defaults(depth.per_token)
 _PER_EXAMPLE = utils.defaults(depth.per_example)
+_ROUTING = utils.defaults(routing.per_token)
 
 
 def flatten_batch(tree: Any, batch_ndim: int, size: int) -> Any:
@@ -1137,6 +1142,9 @@ class _Depth(nn.Module):
   would clash with the param ``'block'``).
   """
   block: nn.Module
+  # The pure params' entry beside 'block': the halting unit (depth) or the
+  # routers (routing).
+  _unit = 'halting'
 
   def __post_init__(self):
     owner = type(self).__name__
@@ -1168,7 +1176,8 @@ class _Depth(nn.Module):
 
   @nn.nowrap
   def make_depth(self, deterministic: bool = False) -> depth.Depth:
-    """The pure :class:`vcrnn_jax.depth.Depth` this module computes.
+    """The pure :class:`vcrnn_jax.depth.Depth` this module computes (a
+    :class:`vcrnn_jax.routing.Routing` for :class:`PerTokenRouting`).
 
     Its ``apply(variables['params'], h, mask, key=..., extra=...)`` is the
     module's ``apply`` with the same arguments; the block is applied with
@@ -1245,22 +1254,28 @@ class _Depth(nn.Module):
     if key is None and not deterministic:
       key = self.make_rng('dropout')
     model = self.make_depth(deterministic)
-    first = lambda: _first_context(caller, h, mask, extra,
-                                  None if deterministic else key)
+    first = lambda: self._first_context(caller, h, mask, extra,
+                                        None if deterministic else key)
     block_params = self.param(
         'block', lambda rng: self._init_block(rng, first(), h))
-    halting = self.param('halting', lambda rng: model.init(
-        rng, h.shape[-1], block_params)['halting'])
-    return model.apply({'block': block_params, 'halting': halting}, h, mask,
+    unit = self.param(self._unit, lambda rng: model.init(
+        rng, h.shape[-1], block_params)[self._unit])
+    return model.apply({'block': block_params, self._unit: unit}, h, mask,
                        key=key, extra=extra, caller=caller)
+
+  @nn.nowrap
+  def _first_context(self, caller: str, h: jax.Array, mask: Any, extra: Any,
+                     key: jax.Array | None) -> Any:
+    """The context of step 0 that the block is initialised with."""
+    return _first_context(caller, h, mask, extra, key)
 
   @nn.nowrap
   def _check_width(self, caller: str, h: jax.Array) -> None:
     """A one-line error where ``h`` is not as wide as the params' ``h``
     (before Flax compares the block's params with their initialiser's)."""
-    if h.ndim != 3 or not self.has_variable('params', 'halting'):
+    if h.ndim != 3 or not self.has_variable('params', self._unit):
       return
-    width = self.get_variable('params', 'halting')['kernel'].shape[0]
+    width = self.get_variable('params', self._unit)['kernel'].shape[0]
     if h.shape[-1] != width:
       raise ValueError(
           f'{caller}: h has {h.shape[-1]} features, the params were '
@@ -1407,6 +1422,69 @@ class PerExampleDepth(_Depth):
     options = factory_options(self, depth.per_example)
     return depth.per_example(block, **{**options, 'readout': readout})
 
+
+class PerTokenRouting(_Depth):
+  """:func:`vcrnn_jax.routing.per_token` around a Linen block: Mixture-of-
+  Recursions capacity routing over the block's recursion steps.
+
+  ``block`` as in :class:`PerTokenDepth` (its params, dropout and context
+  likewise), applied at step ``r`` to the ``k_r`` gathered tokens of each
+  sequence ``[batch, k_r, features]``; the context is a
+  :class:`vcrnn_jax.routing.RouteContext`, whose ``mask`` marks the
+  filler slots and whose ``positions`` are the gathered tokens' original
+  positions (a causal block masks by them). The other fields are
+  ``per_token``'s.
+
+  The call is :class:`PerTokenDepth`'s; its output a
+  :class:`~vcrnn_jax.routing.RoutingOutput`. The params are the pure
+  tree, ``{'block': the block's params, 'router': {'kernel': [features,
+  max_depth], 'bias': [max_depth]}}``, and ``module.make_depth().apply(
+  variables['params'], h, mask)`` is the module's result.
+
+  Example:
+
+    >>> import jax, jax.numpy as jnp
+    >>> import flax.linen as nn
+    >>> from vcrnn_jax import linen, routing
+    >>> class Block(nn.Module):
+    ...   @nn.compact
+    ...   def __call__(self, h, context):       # a routing.RouteContext
+    ...     mask = nn.make_attention_mask(context.mask, context.mask)
+    ...     return h + nn.MultiHeadDotProductAttention(num_heads=2)(
+    ...         h, mask=mask)
+    >>> mor = linen.PerTokenRouting(Block(), max_depth=3)
+    >>> h = jnp.ones((2, 6, 8))                   # [batch, time, features]
+    >>> variables = mor.init(jax.random.key(0), h)
+    >>> out_h, out = mor.apply(variables, h)
+    >>> sorted(variables['params']), routing.block_tokens(out).tolist()
+    (['block', 'router'], [12, 12])
+    >>> loss = jnp.mean(out_h ** 2) + 0.001 * routing.aux_loss(out)
+  """
+  max_depth: int
+  capacity: float | tuple[float, ...] | None = _ROUTING.capacity
+  gate: str = _ROUTING.gate
+  gate_scale: float | None = _ROUTING.gate_scale
+  selection: str = _ROUTING.selection
+  router_bias: float = _ROUTING.router_bias
+  kernel_init: Initializer = _ROUTING.kernel_init
+  param_dtype: Any = _ROUTING.param_dtype
+  dtype: Any = _ROUTING.dtype
+  _unit = 'router'
+
+  @nn.nowrap
+  def _make(self, block: Callable,
+            readout: Callable | None) -> routing.Routing:
+    del readout
+    return routing.per_token(block,
+                             **factory_options(self, routing.per_token))
+
+  @nn.nowrap
+  def _first_context(self, caller: str, h: jax.Array, mask: Any, extra: Any,
+                     key: jax.Array | None) -> routing.RouteContext:
+    first = _first_context(caller, h, mask, extra, key)
+    positions = jnp.broadcast_to(
+        jnp.arange(h.shape[1], dtype=jnp.int32), h.shape[:2])
+    return routing.RouteContext(*first, positions=positions)
 
 def lstm_params_to_flax(params: Any) -> dict:
   """Converts :func:`vcrnn_jax.cells.lstm` params to ``flax.linen.LSTMCell``'s.

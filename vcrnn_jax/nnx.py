@@ -77,7 +77,8 @@ batch axes (none included); the LSTM carry is
 **Adaptive depth.** Beside the cells, :class:`PerTokenDepth` and
 :class:`PerExampleDepth` run :mod:`vcrnn_jax.depth` around any NNX
 Transformer block (held as ``block``, the halting unit as ``halting``:
-:func:`to_params` gives the pure params tree).
+:func:`to_params` gives the pure params tree), and :class:`PerTokenRouting`
+:mod:`vcrnn_jax.routing` (the routers as ``router``).
 
 **flax versions.** Written for flax 0.12 and kept working back to 0.10 (the
 package's floor): values are read with ``get_value()`` where it exists
@@ -156,6 +157,7 @@ from vcrnn_jax import (
   registry,
   rehn,
   repeat,
+  routing,
   skip,
   utils,
   vc,
@@ -193,10 +195,12 @@ _PONDERNET = utils.defaults(ponder.pondernet)
 _SKIP = utils.defaults(skip.skip)
 _PER_TOKEN = utils.defaults(depth.per_token)
 _PER_EXAMPLE = utils.defaults(depth.per_example)
+_ROUTING = utils.defaults(routing.per_token)
 
 __all__ = ['ACT', 'CellModule', 'EIREHN', 'Elman', 'GRU', 'LSTM',
-           'PerExampleDepth', 'PerTokenDepth', 'PonderNet', 'RHN', 'RNN',
-           'Repeat', 'SREHN', 'SRHN', 'Skip', 'Stack', 'Step', 'VCGRU',
+           'PerExampleDepth', 'PerTokenDepth', 'PerTokenRouting',
+           'PonderNet', 'RHN', 'RNN', 'Repeat', 'SREHN', 'SRHN', 'Skip',
+           'Stack', 'Step', 'VCGRU',
            'VCRNN', 'elman_params_from_flax', 'elman_params_to_flax',
            'from_params', 'lstm_params_from_flax', 'lstm_params_to_flax',
            'module_for', 'set_step', 'to_params']
@@ -1595,7 +1599,8 @@ class _Depth(nnx.Module):
   def _setup(self, block: nnx.Module, features: int,
              options: Mapping[str, Any], deterministic: bool,
              rngs: nnx.Rngs) -> None:
-    """Stores the options, draws the halting unit as the pure ``init``."""
+    """Stores the options, draws the halting unit (or the routers) as the
+    pure ``init``."""
     owner = type(self).__name__
     if not isinstance(block, nnx.Module):
       raise ValueError(f'{owner}: block must be an nnx.Module, got '
@@ -1619,10 +1624,11 @@ class _Depth(nnx.Module):
     self.rngs = _own_stream(rngs, owner)
     params = self.make_depth().init(_stream(rngs, 'params', owner)(),
                                     self.features, to_params(block))
-    _set_params(self, {'halting': params['halting']})
+    _set_params(self, {k: v for k, v in params.items() if k != 'block'})
 
   def make_depth(self) -> depth.Depth:
-    """The pure :class:`vcrnn_jax.depth.Depth` this module computes.
+    """The pure :class:`vcrnn_jax.depth.Depth` this module computes (a
+    :class:`vcrnn_jax.routing.Routing` for :class:`PerTokenRouting`).
 
     Its ``apply(to_params(module), h, mask, key=..., extra=...)`` is the
     module's call with the same arguments. At every depth step the block
@@ -1827,6 +1833,55 @@ class PerExampleDepth(_Depth):
       deterministic: bool = False, rngs: nnx.Rngs):
     self._setup(block, features, locals(), deterministic, rngs)
 
+
+class PerTokenRouting(_Depth):
+  """:func:`vcrnn_jax.routing.per_token` around an NNX block: Mixture-of-
+  Recursions capacity routing over the block's recursion steps.
+
+  ``block``, ``features``, dropout and the call as in
+  :class:`PerTokenDepth`; the block runs at step ``r`` on the ``k_r``
+  gathered tokens of each sequence and its context is a
+  :class:`vcrnn_jax.routing.RouteContext` (``mask``: the filler slots;
+  ``positions``: the tokens' original positions). The routers are held as
+  ``self.router``, so :func:`to_params` gives the pure tree (``{'block':
+  ..., 'router': {'kernel', 'bias'}}``); the output is a
+  :class:`~vcrnn_jax.routing.RoutingOutput`. The other arguments are
+  ``per_token``'s.
+
+  Example:
+
+    >>> import jax, jax.numpy as jnp
+    >>> from flax import nnx
+    >>> from vcrnn_jax import nnx as vnnx, routing
+    >>> class Block(nnx.Module):
+    ...   def __init__(self, features, *, rngs):
+    ...     self.attention = nnx.MultiHeadAttention(
+    ...         2, features, decode=False, rngs=rngs)
+    ...   def __call__(self, h, context):        # a routing.RouteContext
+    ...     mask = nnx.make_attention_mask(context.mask, context.mask)
+    ...     return h + self.attention(h, mask=mask)
+    >>> rngs = nnx.Rngs(0)
+    >>> mor = vnnx.PerTokenRouting(Block(8, rngs=rngs), 8, max_depth=3,
+    ...                            rngs=rngs)
+    >>> out_h, out = mor(jnp.ones((2, 6, 8)))
+    >>> sorted(vnnx.to_params(mor)), routing.block_tokens(out).tolist()
+    (['block', 'router'], [12, 12])
+  """
+  _factory = staticmethod(routing.per_token)
+
+  def __init__(
+      self, block: nnx.Module, features: int, *,
+      max_depth: int,
+      capacity: float | tuple[float, ...] | None = _ROUTING.capacity,
+      gate: str = _ROUTING.gate,
+      gate_scale: float | None = _ROUTING.gate_scale,
+      selection: str = _ROUTING.selection,
+      router_bias: float = _ROUTING.router_bias,
+      kernel_init: Initializer = _ROUTING.kernel_init,
+      param_dtype: Any = _ROUTING.param_dtype,
+      dtype: Any = _ROUTING.dtype,
+      deterministic: bool = False, rngs: nnx.Rngs):
+    self._setup(block, features, locals(), deterministic, rngs)
 
 # ----------------------------------------------------------------------------
 # Params of flax.nnx's own cells.
