@@ -18,6 +18,15 @@ positions, then a 2x GELU MLP) applied
   (the Universal Transformer's dynamic halting, ``depth.per_token``);
 * ``--halting=per_example``: to each example's depth, ACT over the mean of
   its positions' states (``depth.per_example(halting='act')``);
+* ``--halting=route``: by capacity instead of halting, Mixture-of-
+  Recursions' expert-choice routing (``routing.per_token``): at step ``r``
+  of ``--max_depth`` the block runs on the top ``k_r = max(1, floor(c_r
+  n))`` of each example's ``n`` tokens still routed (``--capacity``), so
+  its compute is fixed in advance; ``--aux_weight`` weighs the routers'
+  BCE. The default capacity (1, 11/12, ..., 1/12 for M = 12) gives about
+  6.5 applications per token; a comparison at equal compute picks
+  ``--capacity`` so that ``sum_r c_r`` is a halting run's mean depth (the
+  floor rounds short examples down);
 * ``--halting=fixed``: exactly ``--depth`` times, no halting unit (the
   fixed-depth Transformer of the same block);
 
@@ -71,15 +80,31 @@ DIFFICULTY_CSV = 'difficulty.csv'
 flags.DEFINE_enum('halting', 'per_example', list(logic.HALTING),
                   'How deep the shared block runs: "per_token" (ACT per '
                   'position, Universal Transformer halting), "per_example" '
-                  '(ACT over the pooled state of each example) or "fixed" '
+                  '(ACT over the pooled state of each example), "route" '
+                  '(Mixture-of-Recursions: a router keeps the top '
+                  '--capacity of the tokens at each step) or "fixed" '
                   '(exactly --depth applications, no halting unit).')
 _common.define_positive_int('max_depth', 12, 'Most block applications M of '
-                            'per_token and per_example (ACT Eq. 13); the '
-                            'last gate of a chain of B needs about B.')
+                            'per_token, per_example (ACT Eq. 13) and route '
+                            '(its steps); the last gate of a chain of B '
+                            'needs about B.')
+flags.DEFINE_string('capacity', '', 'Comma-separated fractions c_r in '
+                    '(0, 1], one per step of --halting=route (--max_depth '
+                    'of them, non-increasing), or one for every step: step '
+                    'r runs the block on the top max(1, floor(c_r n)) of an '
+                    "example's n tokens still routed. Empty: MoR's (M - "
+                    "r)/M, a mean depth of about (M + 1)/2.")
+_common.define_float('aux_weight', logic.Model._field_defaults['aux_weight'],
+                     "Weight of the routers' BCE against their own top-k "
+                     'choice (routing.aux_loss; MoR: 0.001) in '
+                     '--halting=route.')
+_common.define_float('gate_scale', None, 'alpha of --halting=route\'s gate '
+                     'g = alpha sigmoid(z) that weighs the block\'s update; '
+                     'unset: 0.1, MoR\'s.', strict=True)
 _common.define_positive_int('depth', 12, 'Block applications of '
                             '--halting=fixed.')
 _common.define_float('tau', 0.01, 'Ponder cost weight tau (ACT Eq. 12) of '
-                     'per_token and per_example.')
+                     'per_token and per_example (route has none).')
 _common.define_positive_int('features', 64, 'Width of the token states.')
 _common.define_positive_int('heads', 4, 'Attention heads (they split '
                             '--features).')

@@ -112,10 +112,30 @@ def test_binary_trains_and_reports_per_chain_length(halting, tmp_path):
   assert 'held-out error' in proc.stdout
 
 
+def test_route_trains_at_the_capacity_given(tmp_path):
+  workdir = tmp_path / 'run'
+  proc = _run(TINY + ['--halting=route', '--capacity=1,0.5,0.5,0.25',
+                      '--difficulty_report'], workdir)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  last = json.loads((workdir / 'metrics.jsonl').read_text().splitlines()[-1])
+  for key in ('error', 'token_error', 'depth', 'ponder', 'loss'):
+    assert np.isfinite(last[key]), key
+  # Every real token takes step 0; the steps after it hold at most half
+  # of an example's tokens each, and floor(c_r n) rounds down.
+  assert 1.0 <= last['depth'] <= 2.25 and last['ponder'] == last['depth']
+  results = json.loads((workdir / 'results.json').read_text())
+  assert results['model']['capacity'] == [1.0, 0.5, 0.5, 0.25]
+  with open(workdir / 'difficulty.csv', newline='') as f:
+    rows = list(csv.DictReader(f))
+  assert rows[0]['depth_1'] and not rows[0]['depth_2']   # per position
+
+
 @pytest.mark.parametrize('flag,needle', [
     ('--halting=deep', 'halting'),
     ('--heads=3', 'multiple of --heads'),
     ('--tau=-1', '--tau must be'),
+    ('--capacity=0.5', '--capacity is read by --halting=route only'),
+    ('--capacity=1,x', '--capacity must be comma-separated fractions'),
 ])
 def test_bad_flags_are_one_line(flag, needle, tmp_path):
   proc = _run(TINY + [flag], tmp_path / 'w')

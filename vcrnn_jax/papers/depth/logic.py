@@ -15,13 +15,19 @@ self-attention over the real positions, then a 2x GELU MLP) applied
   :func:`vcrnn_jax.depth.per_token`);
 * ``halting='per_example'``: to each example's depth, ACT over the mean of
   its positions' states (:func:`vcrnn_jax.depth.per_example`);
+* ``halting='route'``: by capacity, Mixture-of-Recursions' expert-choice
+  routing (:func:`vcrnn_jax.routing.per_token`): ``max_depth`` steps, the
+  ``k_r`` top-scored tokens of each example still routed at step ``r``
+  (``capacity``; MoR's ``(M - r) / M`` by default);
 * ``halting='fixed'``: exactly ``depth`` times, no halting unit;
 
 then a LayerNorm and one logit per position. The loss (:func:`experiment`)
 is binary cross-entropy at every gate position on the prefix result
 ``b_{i+1}`` (``targets='prefix'``) or at the last gate only
 (``targets='final'``), plus ``tau`` times the mean ponder ``N + R`` (ACT Eq.
-12, :func:`vcrnn_jax.depth.mean_ponder`) for the adaptive kinds.
+12, :func:`vcrnn_jax.depth.mean_ponder`) for the halting kinds, or
+``aux_weight`` times the routers' BCE (:func:`vcrnn_jax.routing.aux_loss`)
+for ``route``.
 
 ``experiments.depth_logic`` trains :func:`run` of its flag values; its
 docstring has the command and what it reaches.
@@ -46,7 +52,7 @@ from jax import lax
 import jax.numpy as jnp
 import numpy as np
 
-from vcrnn_jax import depth
+from vcrnn_jax import depth, routing
 from vcrnn_jax.models import SequenceModel
 from vcrnn_jax.tasks import logic_tokens
 from vcrnn_jax.training import runs as training_runs
@@ -70,7 +76,9 @@ __all__ = [
     'run',
 ]
 
-HALTING = ('per_token', 'per_example', 'fixed')
+HALTING = ('per_token', 'per_example', 'route', 'fixed')
+# The kinds whose depth is per position.
+_PER_POSITION = ('per_token', 'route')
 TARGETS = ('prefix', 'final')
 _EVAL_SEED = 2**31 - 1        # held-out examples, apart from training's
 _REPORT_SEED = 2**31 - 2      # the per-B report's
@@ -87,16 +95,47 @@ class Model(NamedTuple):
   tau: float         # ponder cost weight (ACT Eq. 12)
   targets: str       # one of TARGETS
   num_gates: int     # longest chain B
+  # halting='route' (runs recorded before it existed have no such flags):
+  capacity: float | tuple[float, ...] | None = None   # c_r; None: MoR's
+  aux_weight: float = 0.001   # weight of routing.aux_loss (MoR: 0.001)
+  gate_scale: float | None = None   # alpha of the gate; None: routing's
 
 
 def model_config(values: Mapping[str, Any]) -> Model:
   """The model the flag ``values`` describe (:class:`Model`'s fields by
-  name); a bad combination raises ``ValueError``."""
-  model = Model(**{name: values[name] for name in Model._fields})
+  name; ``capacity`` as comma-separated fractions, empty for the default);
+  a bad combination raises ``ValueError``."""
+  fields = {name: values.get(name, Model._field_defaults.get(name))
+            for name in Model._fields}
+  model = Model(**{**fields, 'capacity': _capacity(fields['capacity'])})
   if model.features % model.heads:
     raise ValueError(f'--features={model.features} must be a multiple of '
                      f'--heads={model.heads}.')
+  if model.capacity is not None:
+    if model.halting != 'route':
+      raise ValueError(f'--capacity is read by --halting=route only, got '
+                       f'--halting={model.halting}.')
+    try:
+      routing.capacities(model.capacity, model.max_depth)
+    except ValueError as e:
+      raise ValueError(f'--{e}') from None
   return model
+
+
+def _capacity(text: Any) -> float | tuple[float, ...] | None:
+  """``'1,0.5'`` as ``(1.0, 0.5)``, ``'0.5'`` as ``0.5`` (every step);
+  empty (or None): None."""
+  if text is None or isinstance(text, (float, tuple, list)):
+    values = text if not isinstance(text, list) else tuple(text)
+  else:
+    try:
+      values = tuple(float(c) for c in text.split(',') if c.strip())
+    except ValueError:
+      raise ValueError(f'--capacity must be comma-separated fractions, got '
+                       f'{text!r}.') from None
+  if isinstance(values, tuple) and len(values) == 1:
+    return values[0]
+  return values or None
 
 
 # ----------------------------------------------------------------------------
@@ -153,17 +192,24 @@ def block(params, h, context, *, heads: int):
 
 
 def _adaptive(model: Model):
-  """The :class:`depth.Depth` of ``model.halting``; None for fixed."""
+  """The :class:`depth.Depth` (or :class:`routing.Routing`) of
+  ``model.halting``; None for fixed."""
   step = functools.partial(block, heads=model.heads)
   if model.halting == 'per_token':
     return depth.per_token(step, max_depth=model.max_depth)
   if model.halting == 'per_example':
     return depth.per_example(step, max_depth=model.max_depth, halting='act')
+  if model.halting == 'route':
+    # The block attends over every real position: top-k needs no causal
+    # remedy here, and the aux loss only keeps the routers calibrated.
+    return routing.per_token(step, max_depth=model.max_depth,
+                             capacity=model.capacity,
+                             gate_scale=model.gate_scale)
   return None
 
 
 def init(model: Model, key) -> dict:
-  """``{'embed', 'depth': {'block'[, 'halting']}, 'readout'}``."""
+  """``{'embed', 'depth': {'block'[, 'halting' | 'router']}, 'readout'}``."""
   k = jax.random.split(key, 4)
   f = model.features
   block_params = init_block(k[0], f)
@@ -184,7 +230,9 @@ class Forward(NamedTuple):
   """What the model gives for a batch."""
   logits: jax.Array   # [n, T] one per position
   steps: jax.Array    # [n, T] block applications of each position
-  ponder: jax.Array   # scalar, depth.mean_ponder (fixed: the depth)
+  ponder: jax.Array   # scalar, depth.mean_ponder (fixed: the depth; route:
+                      # routing.mean_depth)
+  aux: Any = 0.0      # scalar, routing.aux_loss (route), else 0
 
 
 def _forward(model: Model, params, tokens: jax.Array,
@@ -199,16 +247,18 @@ def _forward(model: Model, params, tokens: jax.Array,
                    heads=model.heads), None
     h, _ = lax.scan(apply, h, jnp.arange(model.depth, dtype=jnp.int32))
     steps = jnp.full(tokens.shape, model.depth, jnp.int32)
-    ponder = jnp.asarray(model.depth, h.dtype)
+    ponder, aux = jnp.asarray(model.depth, h.dtype), 0.0
   else:
     h, out = adaptive.apply(params['depth'], h, mask)
     steps = (out.steps if out.steps.ndim == 2
              else jnp.broadcast_to(out.steps[:, None], tokens.shape))
-    ponder = depth.mean_ponder(out)
+    routed = isinstance(out, routing.RoutingOutput)
+    ponder = routing.mean_depth(out) if routed else depth.mean_ponder(out)
+    aux = routing.aux_loss(out) if routed else 0.0
   r = params['readout']
   logits = (_layer_norm(r['ln'], h) @ r['kernel'])[..., 0] + r['bias'][0]
   steps = jnp.where(mask, steps, 0)
-  return Forward(logits, steps, ponder)
+  return Forward(logits, steps, ponder, aux)
 
 
 def forward(model: Model, params, batch: logic_tokens.TokenBatch) -> Forward:
@@ -261,8 +311,9 @@ def statistics(model: Model, params, batch) -> dict:
   out = forward(model, params, batch)
   on = batch.target_mask if model.targets == 'prefix' else _last_gate(batch)
   wrong = (out.logits > 0) != (batch.targets > 0.5)
-  unit = out.steps if model.halting == 'per_token' else out.steps[:, :1]
-  real = batch.mask if model.halting == 'per_token' else batch.mask[:, :1]
+  per_position = model.halting in _PER_POSITION
+  unit = out.steps if per_position else out.steps[:, :1]
+  real = batch.mask if per_position else batch.mask[:, :1]
   counts = jnp.maximum(jnp.sum(batch.mask, axis=0), 1)
   return {
       'loss': _masked_mean(_bce(out.logits, batch.targets), on),
@@ -271,6 +322,7 @@ def statistics(model: Model, params, batch) -> dict:
                                   batch.target_mask),
       'depth': _masked_mean(unit.astype(jnp.float32), real),
       'ponder': out.ponder,
+      'aux': out.aux,
       'depth_by_position': (jnp.sum(out.steps, axis=0).astype(jnp.float32)
                             / counts.astype(jnp.float32)),
   }
@@ -287,13 +339,14 @@ def experiment(model: Model, *, batch_size: int,
   Every evaluation gives, on ``eval_batch_size`` fixed held-out examples:
   ``error`` (the fraction of examples whose final result ``b_{B+1}`` is
   wrong), ``token_error`` (the fraction of gate positions wrong), ``depth``
-  (block applications per position for per_token, per example otherwise),
-  ``ponder`` and ``loss``.
+  (block applications per position for per_token and route, per example
+  otherwise), ``ponder`` (route: the depth again) and ``loss``.
   """
   def loss(params, batch, info):
     del info  # No dropout and no schedules.
     stats = statistics(model, params, batch)
-    cost = 0.0 if model.halting == 'fixed' else model.tau * stats['ponder']
+    cost = {'fixed': 0.0, 'route': model.aux_weight * stats['aux']}.get(
+        model.halting, model.tau * stats['ponder'])
     return stats['loss'] + cost, {k: stats[k] for k in (
         'loss', 'ponder', 'depth', 'error')}
 
@@ -332,7 +385,7 @@ def difficulty_rows(model: Model, params, batch_size: int) -> list[dict]:
     s = stats(params, batch)
     row = {'gates': b, **{k: _round(s[k]) for k in (
         'error', 'token_error', 'depth', 'ponder')}}
-    if model.halting == 'per_token':
+    if model.halting in _PER_POSITION:
       by_position = np.asarray(s['depth_by_position'])
       row.update({f'depth_{i}': (_round(by_position[i]) if i <= b else '')
                   for i in range(model.num_gates + 1)})
