@@ -18,6 +18,13 @@ to its realised depth by :mod:`vcrnn_jax.depth`, side by side in one run:
   (d) ``oracle``: the block applied exactly the realised depth times in a
       Python loop (unrolled, as a fixed-depth model is written), no halting
       unit, differentiated by autodiff: the floor;
+  (e) ``route`` (``--modes=route``): capacity routing instead of halting,
+      ``routing.per_token`` over ``max_depth`` steps at the one capacity
+      ``c`` (every step) whose token-steps ``sum_r k_r`` first reach the
+      halting case's (``--depth`` times the real tokens;
+      :func:`equal_capacity`), beside (a) and (b) per token at the same
+      ``max_depth``: routing gathers the ``k_r`` tokens of each step into
+      static shapes, so its cost is set by the capacity, not by a loop;
 
 with the compiled temporary memory of each train step
 (``jit(...).lower(...).compile().memory_analysis()``). The halting unit reads
@@ -34,7 +41,7 @@ the realised depth, not ``max_depth``.
 
 Usage::
 
-  python -m benchmarks.depth_cost          # ~3 minutes on a 2-core CPU
+  python -m benchmarks.depth_cost          # minutes on a 2-core CPU
   python -m benchmarks.depth_cost --batch=64 --time=256 --features=512 \
       --heads=8 --repeats=20               # a GPU-sized block
 
@@ -51,12 +58,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from benchmarks import _cli, _train_step
-from vcrnn_jax import depth, loops
+from vcrnn_jax import depth, loops, routing
 
-RATIOS = ('while/oracle', 'scan/oracle', 'anchor/oracle')
+RATIOS = ('while/oracle', 'scan/oracle', 'anchor/oracle', 'route/oracle')
 TIMES = ('ms_oracle',)
 QUICK = ['--max_depth=4', '--repeats=2', '--batch=8', '--time=8',
-         '--features=16', '--heads=2', '--tail=0', '--modes=per_example']
+         '--features=16', '--heads=2', '--tail=0',
+         '--modes=per_example,route']
+MODES = ('per_token', 'per_example', 'route')
 _GAIN = 10.0
 _TAU = 0.01
 
@@ -215,6 +224,36 @@ def oracle_step(heads: int, features: int, steps: int):
   return params, loss
 
 
+def equal_capacity(lengths, steps: int, max_depth: int) -> float:
+  """The smallest capacity ``c`` (a multiple of 1/1000, the same at every
+  step) whose routed token-steps ``max_depth * sum_b k(n_b)`` reach
+  ``steps * sum_b n_b``, the halting case's (``k``:
+  :func:`vcrnn_jax.routing.capacity_tokens`)."""
+  lengths = [int(n) for n in lengths]
+  goal = steps * sum(lengths)
+  for i in range(1, 1001):
+    c = i / 1000
+    if sum(sum(routing.capacity_tokens(n, max_depth=max_depth, capacity=c))
+           for n in lengths) >= goal:
+      return c
+  return 1.0
+
+
+def route_step(heads: int, features: int, max_depth: int, capacity: float):
+  """(e): params and loss of ``routing.per_token`` at ``capacity``."""
+  block = make_block(heads)
+  model = routing.per_token(block, max_depth=max_depth, capacity=capacity)
+  params = model.init(jax.random.key(0), features,
+                      block_params(jax.random.key(1), features))
+
+  def loss(params, batch):
+    h, mask = batch
+    out_h, out = model.apply(params, h, mask)
+    return (jnp.mean(out_h[..., 1:] ** 2) + 0.001 * routing.aux_loss(out),
+            {'depth': routing.mean_depth(out)})
+  return params, loss
+
+
 def _kib(v):
   return None if v is None else v / 1024
 
@@ -240,9 +279,11 @@ def main(argv=None) -> list[dict]:
                       help='the depth every example halts at (uniform case)')
   parser.add_argument('--max_depth', default='4,8,16,32',
                       help='comma-separated values of max_depth (M)')
-  parser.add_argument('--modes', default='per_token,per_example',
+  parser.add_argument('--modes', default='per_token,per_example,route',
                       help='comma-separated: per_token (UT-ACT per position)'
-                      ', per_example (ACT over the pooled state)')
+                      ', per_example (ACT over the pooled state), route '
+                      '(capacity routing at the halting case\'s token-steps'
+                      ', beside per_token)')
   parser.add_argument('--tail', default='0,4',
                       help='comma-separated compact_rows (0: none) of the '
                       'per-example tail case at the largest --max_depth; '
@@ -268,9 +309,9 @@ def main(argv=None) -> list[dict]:
   ms = _parse_ints(parser, 'max_depth', args.max_depth, 1)
   tails = _parse_ints(parser, 'tail', args.tail, 0)
   modes = [m for m in args.modes.split(',') if m]
-  if not ms or not modes or set(modes) - {'per_token', 'per_example'}:
-    parser.error('--max_depth needs a value and --modes per_token and/or '
-                 f'per_example, got {args.max_depth!r}, {args.modes!r}')
+  if not ms or not modes or set(modes) - set(MODES):
+    parser.error(f'--max_depth needs a value and --modes some of {MODES}, '
+                 f'got {args.max_depth!r}, {args.modes!r}')
   if min(ms) < args.depth:
     parser.error(f'every --max_depth must be >= --depth={args.depth}')
   print(f'jax {jax.__version__} on {jax.devices()[0].device_kind} '
@@ -279,7 +320,7 @@ def main(argv=None) -> list[dict]:
         f'{args.repeats}, interleaved')
   rows = []
   for mode in modes:
-    rows += uniform_case(mode, ms, args)
+    rows += (route_case if mode == 'route' else uniform_case)(mode, ms, args)
   if tails:
     rows += tail_case(max(ms), tails, args)
   return rows
@@ -330,6 +371,49 @@ def uniform_case(mode: str, ms, args) -> list[dict]:
           f'{t_a * 1e3:>10.3f} {t_w / t_o:>6.2f} {t_s / t_o:>6.2f} '
           f'{t_a / t_o:>6.2f} {_text(mem_w):>10} {_text(mem_s):>10} '
           f'{_text(mem_a):>10}')
+  return rows
+
+
+def route_case(mode: str, ms, args) -> list[dict]:
+  """(e), (a) per token and (d) timed interleaved, then (b), for each M."""
+  del mode  # 'route'
+  batch = _batch(args, [args.depth] * args.batch)
+  lengths = np.asarray(jnp.sum(batch[1], axis=1))
+  f, heads = args.features, args.heads
+  compiled = {'oracle': _train_step.compile_measured(
+      *oracle_step(heads, f, args.depth), batch, 'depth')}
+  caps = {m: equal_capacity(lengths, args.depth, m) for m in ms}
+  for m in ms:
+    compiled['route', m] = _train_step.compile_measured(
+        *route_step(heads, f, m, caps[m]), batch, 'depth')
+    compiled['while', m] = _train_step.compile_measured(
+        *adaptive_step('per_token', heads, f, m, loops.LoopConfig()), batch,
+        'depth')
+  med = _train_step.interleaved({k: v[0] for k, v in compiled.items()},
+                                args.repeats)
+  t_o, mem_o = med['oracle'], compiled['oracle'][1]
+  print(f'\nroute, at the token-steps of depth {args.depth} (per token '
+        f'halting beside it); oracle {t_o * 1e3:.3f} ms')
+  print(f'{"M":>4} {"capacity":>8} {"depth":>6} {"route ms":>9} '
+        f'{"while ms":>9} {"scan ms":>9} {"r/o":>6} {"w/o":>6} {"s/o":>6} '
+        f'{"mem r KiB":>10}')
+  rows = []
+  for m in ms:
+    t_r, (_, mem_r, n_r) = med['route', m], compiled['route', m]
+    t_w, mem_w = med['while', m], compiled['while', m][1]
+    t_s, mem_s, _ = _train_step.measure(
+        *adaptive_step('per_token', heads, f, m, 'scan'), batch,
+        max(2, args.repeats // 4), 'depth')
+    rows.append({'mode': 'route', 'case': 'uniform', 'M': m, 'depth': n_r,
+                 'capacity': caps[m], 'ms_route': t_r * 1e3,
+                 'ms_while': t_w * 1e3, 'ms_scan': t_s * 1e3,
+                 'ms_oracle': t_o * 1e3, 'route/oracle': t_r / t_o,
+                 'while/oracle': t_w / t_o, 'scan/oracle': t_s / t_o,
+                 'temp_kib_route': _kib(mem_r), 'temp_kib_while': _kib(mem_w),
+                 'temp_kib_scan': _kib(mem_s), 'temp_kib_oracle': _kib(mem_o)})
+    print(f'{m:>4} {caps[m]:>8.3f} {n_r:>6.2f} {t_r * 1e3:>9.3f} '
+          f'{t_w * 1e3:>9.3f} {t_s * 1e3:>9.3f} {t_r / t_o:>6.2f} '
+          f'{t_w / t_o:>6.2f} {t_s / t_o:>6.2f} {_text(mem_r):>10}')
   return rows
 
 

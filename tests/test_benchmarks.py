@@ -57,12 +57,20 @@ def _check_rehn_depth(rows):
 
 def _check_depth_cost(rows):
   # One M at --quick, per example, every example at the forced depth 3;
-  # then the tail case at M = 4 (depths capped there), not compacted.
-  assert [(r['mode'], r['case'], r['M'], r['depth']) for r in rows] == [
-      ('per_example', 'uniform', 4, 3.0), ('per_example', 'tail', 4, 4.0)]
-  assert rows[1]['compact_rows'] is None
+  # routing at the capacity whose token-steps first reach depth 3's (the
+  # lengths 8, 7, 6, 5: k = 6, 5, 5, 4 per step at c = 0.834, 4 steps, 26
+  # real tokens); then the tail case at M = 4 (depths capped there), not
+  # compacted.
+  assert [(r['mode'], r['case'], r['M']) for r in rows] == [
+      ('per_example', 'uniform', 4), ('route', 'uniform', 4),
+      ('per_example', 'tail', 4)]
+  assert [rows[0]['depth'], rows[2]['depth']] == [3.0, 4.0]
+  assert rows[1]['capacity'] == 0.834
+  assert rows[1]['depth'] == pytest.approx(4 * 20 / 26)
+  assert rows[2]['compact_rows'] is None
   assert all(_positive(r, ('while/oracle', 'scan/oracle', 'anchor/oracle'))
-             for r in rows)
+             for r in rows if r['mode'] != 'route')
+  assert _positive(rows[1], ('while/oracle', 'scan/oracle', 'route/oracle'))
 
 
 def _check_vc_inference(rows):
