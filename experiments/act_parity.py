@@ -18,13 +18,14 @@ CPU (CPU-2: AMD EPYC, AVX-512), ten seeds with their 95% interval and the
 verdict on the paper's 5% by its criterion, generated from the run records
 under docs/results/records/act/ (README.md quotes the same block), and
 the network without ACT. ``--layout=random`` (non-zero bits at random
-positions instead of a prefix) is much harder: the history appendix of that
-page has typed runs of it.
+positions instead of a prefix) is much harder: the ACT notebook
+(docs/results/notebooks/act.md) has typed runs of it.
 
 Deviations from the paper: Adam with learning rate 1e-3 (``--learning_rate``)
 on one worker instead of 1e-4 with 16 Hogwild threads, and 300k updates by
-default instead of the paper's ~16M, so that the run ends in under 10 minutes
-on a 2-core CPU. Section 3.1 does not say which k elements are non-zero;
+default instead of the paper's ~16M, so that a run fits a CPU (its recorded
+wall time, and the machine's, are in the main command's block of
+docs/results/act.md). Section 3.1 does not say which k elements are non-zero;
 ``--layout`` picks the reading (see ``vcrnn_jax.tasks.parity``).
 """
 

@@ -159,10 +159,12 @@ def test_pairs_by_seed():
 
 def test_summary_states_the_compute_beside_the_comparison():
   text = depth.summary_text(_groups())
-  row, = [line for line in text.splitlines() if MAX_EXAMPLE in line]
+  row, = [line for line in text.splitlines()
+          if line.startswith('|') and MAX_EXAMPLE in line]
   assert ('error 1.00% ± 0.20% against 2.50% ± 0.50%; compute (mean depth) '
           '4.00 ± 0.00 against 12.00 ± 0.00; better on 3 of 3 seeds') in row
-  row, = [line for line in text.splitlines() if GROWTH in line]
+  row, = [line for line in text.splitlines()
+          if line.startswith('|') and GROWTH in line]
   assert ('depth 1.70 at B = 1, 8.00 at B = 10 (mean over 3 seeds); slope '
           'per seed 0.700 / 0.700 / 0.700; 3 of 3 seeds') in row
   assert 'Graves 2016, Fig. 6' in row and 'Dehghani et al. 2019' in row
@@ -171,7 +173,7 @@ def test_summary_states_the_compute_beside_the_comparison():
   for run in groups[depth.PER_TOKEN]:
     run['tables']['difficulty'][9].update(depth_9=2.0, depth_10=2.0)
   row, = [line for line in depth.summary_text(groups).splitlines()
-          if POSITION in line]
+          if line.startswith('|') and POSITION in line]
   assert ('depth 2.00 at position 1, 2.00 at position 10, the most 9.00 at '
           'position 8 (mean over 3 seeds)') in row
 

@@ -220,8 +220,11 @@ def test_the_page_types_no_result():
   text = PAGE.read_text()
   assert results.typed_results(text) == []
   assert '```{include} generated/rehn/summary.md\n```' in text
-  # The history is the page's last section.
-  _, _, history = text.partition(results.HISTORY)
+  # The history is on the notebook page, its last section.
+  assert results.HISTORY not in text
+  notebook = (PAGE.parent / 'notebooks' / PAGE.name).read_text()
+  assert results.typed_results(notebook) == []
+  _, _, history = notebook.partition(results.HISTORY)
   assert history and '\n## ' not in history
 
 

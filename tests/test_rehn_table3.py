@@ -83,7 +83,8 @@ def test_the_table_and_the_summary_take_the_records():
   # The paper's configuration keeps its row without a verdict.
   assert 'at $D_h$ = 1200 | ' in summary
   assert [o.path for o in rehn.outputs(groups)] == [
-      'rehn/summary.md', 'rehn/table3_small.md', 'rehn/table3_small.svg']
+      'rehn/summary.md', 'rehn/table3_small.md', 'rehn/table3_small.svg',
+      'rehn/table3_gate.md']
 
 
 def test_the_figure_has_every_seed_and_draws(tmp_path):
@@ -98,3 +99,49 @@ def test_the_figure_has_every_seed_and_draws(tmp_path):
 def test_no_table3_record_no_rows():
   assert table3.rows({}, {}, {}) == []
   assert table3.table({}) == ''
+
+
+def _arm_runs(tests, depths, curve=(6.0, 7.0, 7.5)):
+  runs = []
+  for seed, (test, depth) in enumerate(zip(tests, depths)):
+    run = _record(seed, test + 10, test, depth)
+    run['curve'] = [{'depth': d, 'step': i + 1} for i, d in enumerate(curve)]
+    runs.append(run)
+  return runs
+
+
+def test_gate_arms_parse_and_sit_beside_the_elastic_folder():
+  assert table3.parse_arm('rehn/ptb100_ei_rehn_r8_open') == (100, 8, 'open')
+  assert table3.parse_arm('rehn/ptb100_ei_rehn_r4_alpha0.25') == (
+      100, 4, 'alpha0.25')
+  assert table3.parse_arm('rehn/ptb100_ei_rehn_r8') is None
+  # The arms are not depths of the Table 3 sweep.
+  assert table3.parse('rehn/ptb100_ei_rehn_r8_open') is None
+  groups = {'rehn/ptb100_ei_rehn_r8': _arm_runs([300, 302, 301],
+                                                [7.0, 7.1, 6.9]),
+            'rehn/ptb100_ei_rehn_r8_open': _arm_runs(
+                [350, 360, 355], [8.0] * 3, curve=(8.0, 8.0, 8.0))}
+  assert set(table3.arms(groups)[(100, 8)]) == {'elastic', 'open'}
+  text = table3.gate_table(groups)
+  assert '| elastic gate (the paper\'s) | 100 | 8 | 301.0 ± 1.0 |' in text
+  assert '6.00 → 7.00 → 7.50' in text and '8.00 → 8.00 → 8.00' in text
+  labels = {claim: v.label for claim, _, _, v in table3.gate_rows(groups)}
+  assert labels == {
+      'Table 3: EI-REHN\'s gate ends steps early at $R_{max}$ = 8, '
+      '$D_h = 100$': 'holds',
+      'Table 3: the elastic gate below the gate held open at $R_{max}$ = 8, '
+      '$D_h = 100$': 'holds'}
+  # A gate that realizes its bound on every seed does not end steps early.
+  groups['rehn/ptb100_ei_rehn_r8'] = _arm_runs([300, 302, 301], [8.0] * 3)
+  early = table3.gate_rows(groups)[0][3]
+  assert early.label == 'within noise'
+  assert table3.gate_table({}) == 'No record of a gate arm yet.\n'
+
+
+def test_a_perplexity_interval_stays_positive():
+  from experiments.reports import verdicts
+  mean, lo, hi, n = verdicts.interval([445.1, 887.3, 357.7],
+                                      verdicts.POSITIVE)
+  assert n == 3 and 0 < lo < mean < hi
+  # The plain t-interval of the same values goes below zero.
+  assert verdicts.t_interval([445.1, 887.3, 357.7])[1] < 0

@@ -151,9 +151,11 @@ def test_page_includes_the_summary_and_types_no_result():
   text = PAGE.read_text()
   assert '```{include} generated/vc/summary.md\n```' in text
   assert paper_results.typed_results(text) == []
-  assert text.count(paper_results.HISTORY) == 1
-  # The history is the page's last section.
-  tail = text.split(paper_results.HISTORY, 1)[1]
+  # The history is on the notebook page, its last section.
+  assert paper_results.HISTORY not in text
+  notebook = (PAGE.parent / 'notebooks' / PAGE.name).read_text()
+  assert notebook.count(paper_results.HISTORY) == 1
+  tail = notebook.split(paper_results.HISTORY, 1)[1]
   assert '\n## ' not in tail
 
 

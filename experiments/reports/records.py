@@ -525,6 +525,23 @@ def table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
   return '\n'.join(lines) + '\n'
 
 
+def not_run_table(groups: Mapping[str, Sequence[Any]],
+                  items: Sequence[tuple[str, str, str]]) -> str:
+  """What a page's paper has that is not run here, each ``(what, folder
+  prefix, command)``: the records that exist under the prefix are counted
+  from ``groups`` (folder -> runs), so the table says what exists and never
+  goes out of date."""
+  rows = []
+  for what, prefix, command in items:
+    found = {name: runs for name, runs in groups.items()
+             if name.startswith(prefix)}
+    runs = sum(len(r) for r in found.values())
+    folders = f'{len(found)} folder' + ('s' if len(found) > 1 else '')
+    have = f'{runs} records in {folders} (`{prefix}*`)' if runs else 'no record'
+    rows.append([what, have, command])
+  return table(['experiment', 'records here', 'command'], rows)
+
+
 def span_text(values: Iterable[int]) -> str:
   """``'0-4'``, ``'0, 2'`` or ``'3'``: distinct integers, a run of
   consecutive ones as its ends."""

@@ -55,7 +55,9 @@ RESULT_PAGES = (pathlib.Path('README.md'),
                 pathlib.Path('docs', 'getting_started.md'),
                 *(pathlib.Path('docs', 'results', f'{name}.md') for name in
                   ('act', 'vc', 'rehn', 'family', 'depth',
-                   'reproducing')))
+                   'reproducing')),
+                *(pathlib.Path('docs', 'results', 'notebooks', f'{name}.md')
+                  for name in ('act', 'vc', 'rehn', 'family')))
 # The one marked appendix of a page that may keep typed history: from this
 # heading to the end of the page, with no verdict.
 HISTORY = '## History: typed runs, no verdicts'

@@ -49,6 +49,8 @@ __all__ = [
     't_quantile',
     't_interval',
     'rate_interval',
+    'positive_interval',
+    'POSITIVE',
     'interval',
     'detectable',
     'wilson_interval',
@@ -111,6 +113,9 @@ LEGEND = (
     '*stale records* or *unverifiable records* in its cell.')
 
 Format = Callable[[float], str]
+# The bounds of a quantity that is positive by nature (perplexity, MSE):
+# its interval is taken on the log scale (:func:`positive_interval`).
+POSITIVE = (0.0, math.inf)
 Bounds = tuple[float, float] | None
 
 
@@ -198,13 +203,32 @@ def rate_interval(values: Sequence[float]
   return mean, min(lo, mean), max(hi, mean), n
 
 
+def positive_interval(values: Sequence[float]
+                      ) -> tuple[float, float, float, int]:
+  """``(mean, low, high, n)`` for a quantity that is positive by nature (a
+  perplexity, an MSE): the arithmetic mean, and the Student-t interval of
+  the mean log mapped back, widened to hold the mean. The interval stays
+  above 0 whatever the spread."""
+  xs = _values(values)
+  if not xs or any(x <= 0 for x in xs):
+    raise ValueError(f'values must be positive, got {xs}.')
+  mean = statistics.fmean(xs)
+  if len(xs) < 2:
+    return mean, mean, mean, 1
+  _, lo, hi, n = t_interval([math.log(x) for x in xs])
+  return mean, min(math.exp(lo), mean), max(math.exp(hi), mean), n
+
+
 def interval(values: Sequence[float], bounds: Bounds = None
              ) -> tuple[float, float, float, int]:
   """``(mean, low, high, n)``: :func:`rate_interval` for ``bounds ==
-  (0, 1)``, else :func:`t_interval` clipped to ``bounds`` (a difference of
-  two rates lies in [-1, 1])."""
+  (0, 1)``, :func:`positive_interval` for :data:`POSITIVE`, else
+  :func:`t_interval` clipped to ``bounds`` (a difference of two rates lies
+  in [-1, 1])."""
   if bounds == (0.0, 1.0):
     return rate_interval(values)
+  if bounds == POSITIVE:
+    return positive_interval(values)
   mean, lo, hi, n = t_interval(values)
   if bounds is not None:
     lo, hi = max(lo, bounds[0]), min(hi, bounds[1])
@@ -460,7 +484,8 @@ def _column(header: Sequence[str], names: Sequence[str]) -> int | None:
 def claims_table(header: Sequence[str], rows: Sequence[Sequence[str]],
                  sections: Sequence[tuple[str, str]] = ()) -> str:
   """A page's claims table: claim, the paper, verdict, evidence and a link
-  to the section that shows the data, one row per claim, then the criteria
+  to the section that shows the data, one row per claim, then a paragraph
+  that reads it (:func:`reading`), then the criteria
   once each, numbered (``C1``, ``C2``, ...), each row naming its own in
   its ``criterion`` column; a criterion shared by several claims is listed
   once.
@@ -498,5 +523,28 @@ def claims_table(header: Sequence[str], rows: Sequence[Sequence[str]],
   lines = ['| ' + ' | '.join(names) + ' |', '|' + ' --- |' * len(names)]
   lines += ['| ' + ' | '.join(str(c) for c in cells) + ' |' for cells in out]
   listed = [f'- **C{key}**: {rule}' for rule, key in criteria.items()]
-  return ('\n'.join(lines) + '\n\n**Criteria.**\n\n' + '\n'.join(listed)
-          + '\n')
+  return ('\n'.join(lines) + '\n\n'
+          + reading([(row[need['claim']], row[need['verdict']])
+                     for row in rows])
+          + '\n\n**Criteria.**\n\n' + '\n'.join(listed) + '\n')
+
+
+def _plain_label(cell: str) -> str:
+  return next((label for label in LABELS if cell.startswith(f'**{label}**')),
+              cell)
+
+
+def reading(claims: Sequence[tuple[str, str]]) -> str:
+  """One paragraph that reads a claims table: how many claims each
+  verdict has, and which claims hold, do not hold or cannot be tested
+  here. ``claims`` holds ``(claim, verdict cell)`` pairs."""
+  by_label: dict[str, list[str]] = {}
+  for claim, cell in claims:
+    by_label.setdefault(_plain_label(cell), []).append(claim)
+  counts = ', '.join(f'{label} {len(by_label[label])}' for label in LABELS
+                     if label in by_label)
+  text = f'**Reading.** {len(claims)} claims; verdicts: {counts}.'
+  for label in ('holds', 'does not hold', 'not testable here'):
+    if label in by_label:
+      text += f' *{label.capitalize()}*: ' + '; '.join(by_label[label]) + '.'
+  return text

@@ -547,6 +547,7 @@ def ptb_rows(groups=None) -> list[Row]:
   small = [Row(*r) for r in table3.rows(
       groups or {}, {d: p.mean for d, p in TABLE3_RHN.items()},
       {d: p.mean for d, p in TABLE3_EI_REHN.items()})]
+  small += [Row(*r) for r in table3.gate_rows(groups or {})]
   return small + _ptb_unrecorded()
 
 
@@ -639,5 +640,7 @@ def outputs(groups: Mapping[str, Sequence[Mapping[str, Any]]],
     out += [records.Output('rehn/table3_small.md',
                            table3.table(groups, statuses)),
             records.Output('rehn/table3_small.svg', data=data,
-                           draw=lambda p, d=data: table3.draw_depths(d, p))]
+                           draw=lambda p, d=data: table3.draw_depths(d, p)),
+            records.Output('rehn/table3_gate.md',
+                           table3.gate_table(groups, statuses))]
   return out

@@ -35,12 +35,125 @@ __all__ = [
     'rows',
     'figure_data',
     'draw_depths',
+    'parse_arm',
+    'arms',
+    'gate_table',
+    'gate_rows',
 ]
 
 PREFIX = 'rehn/ptb'
 _FOLDER = re.compile(r'^rehn/ptb(?P<width>\d+)_(?P<cell>rhn|ei_rehn)_r'
                      r'(?P<depth>\d+)$')
 _NAMES = {'rhn': 'RHN', 'ei_rehn': 'EI-REHN'}
+# EI-REHN's gate arms beside a Table 3 folder: the gate held open
+# (``--gate=open``) or the Eq. 15 bound started inside the range
+# (``--alpha_init=A``), at the same width and R_max.
+_ARM = re.compile(r'^rehn/ptb(?P<width>\d+)_ei_rehn_r(?P<depth>\d+)'
+                  r'_(?P<arm>open|alpha[0-9.]+)$')
+ELASTIC = 'elastic'
+_ARM_NAMES = {ELASTIC: 'elastic gate (the paper\'s)',
+              'open': 'gate held open (`--gate=open`)'}
+
+
+def parse_arm(folder: str) -> tuple[int, int, str] | None:
+  """``'rehn/ptb100_ei_rehn_r8_open'`` -> ``(100, 8, 'open')``;
+  ``'rehn/ptb100_ei_rehn_r4_alpha0.25'`` -> ``(100, 4, 'alpha0.25')``;
+  None for any other folder."""
+  match = _ARM.match(folder)
+  if match is None:
+    return None
+  return int(match['width']), int(match['depth']), match['arm']
+
+
+def arms(groups) -> dict[tuple[int, int], dict[str, list]]:
+  """``{(width, R_max): {arm: runs}}`` for every R_max that has a gate
+  arm, the elastic EI-REHN of the same width and R_max as arm
+  :data:`ELASTIC`."""
+  out: dict = {}
+  for folder, runs in sorted(groups.items()):
+    parsed = parse_arm(folder)
+    if parsed:
+      width, depth, arm = parsed
+      out.setdefault((width, depth), {})[arm] = list(runs)
+  for (width, depth), found in out.items():
+    base = by_depth(groups).get(width, {}).get('ei_rehn', {}).get(depth)
+    if base:
+      found[ELASTIC] = base
+  return out
+
+
+def _arm_name(arm: str) -> str:
+  if arm.startswith('alpha'):
+    return f'bound started inside the range (`--alpha_init={arm[5:]}`)'
+  return _ARM_NAMES[arm]
+
+
+def _course(runs) -> str:
+  """The realized depth at each evaluation, the mean over seeds."""
+  curves = [[p.get('depth') for p in r.get('curve', [])] for r in runs]
+  n = min((len(c) for c in curves), default=0)
+  means = [statistics.fmean(c[i] for c in curves) for i in range(n)
+           if all(c[i] is not None for c in curves)]
+  return ' → '.join(f'{x:.2f}' for x in means) or '-'
+
+
+def gate_table(groups, statuses=None) -> str:
+  """Per width and R_max with a gate arm: each arm's test perplexity
+  (mean ± std, per seed) and its realized depth at the end and over
+  training (mean over seeds at each evaluation, one per epoch)."""
+  body, every, status = [], [], []
+  for (width, depth), found in arms(groups).items():
+    for arm in sorted(found, key=lambda a: (a != ELASTIC, a)):
+      runs = sorted(found[arm], key=lambda r: r['seed'])
+      test = [_metric(r, 'test') for r in runs]
+      mean, std, _ = records.mean_std(test)
+      real = [records.value(r, 'results.test.depth') for r in runs]
+      body.append([
+          _arm_name(arm), f'{width}', str(depth),
+          f'{mean:.1f}' + ('' if std is None else f' ± {std:.1f}'),
+          ' / '.join(f'{x:.1f}' for x in test),
+          '-' if None in real else f'{records.mean_std(real)[0]:.2f}',
+          _course(runs), records.seeds_text(runs)])
+      every += runs
+      folder = (f'{PREFIX}{width}_ei_rehn_r{depth}' if arm == ELASTIC
+                else f'{PREFIX}{width}_ei_rehn_r{depth}_{arm}')
+      status.append(f'- {folder}: ' + verify.status_line(
+          folder, runs, statuses or {}))
+  if not body:
+    return 'No record of a gate arm yet.\n'
+  return (records.table(['EI-REHN', '$D_h$', '$R_{max}$', 'test perplexity',
+                         'per seed', 'realized depth (test)',
+                         'realized depth per epoch (valid)', 'seeds'], body)
+          + '\n' + records.provenance(every) + '\n\n' + '\n'.join(status)
+          + '\n')
+
+
+def gate_rows(groups) -> list[tuple]:
+  """Summary rows ``(claim, the paper, here, verdict)`` for the gate
+  arms: at each R_max with records of the elastic gate, the realized depth
+  below R_max (the gate ends steps early), and the elastic gate below the
+  same cell with the gate held open, paired by seed (elasticity judged
+  apart from the hypernetwork's weights)."""
+  out = []
+  for (width, depth), found in arms(groups).items():
+    elastic = found.get(ELASTIC, [])
+    real = [records.value(r, 'results.test.depth') for r in elastic]
+    v = verdicts.below([x for x in real if x is not None], depth,
+                       what='realized depth on the test split',
+                       fmt=lambda x: f'{x:.2f}')
+    out.append((f'Table 3: EI-REHN\'s gate ends steps early at '
+                f'$R_{{max}}$ = {depth}, $D_h = {width}$',
+                'elastic depth: each step stops at its bound (Eq. 15, '
+                'Sec. 3.2)', None, v))
+    if 'open' in found:
+      a, b = _pair(elastic, found['open'])
+      v = verdicts.paired(a, b, claim='the elastic gate below the gate held '
+                          'open in test perplexity', fmt=_fmt)
+      out.append(_row(f'Table 3: the elastic gate below the gate held open '
+                      f'at $R_{{max}}$ = {depth}, $D_h = {width}$',
+                      'elasticity improves on the hypernetwork\'s weights '
+                      'alone (Sec. 3.2, Table 3)', a, b, v))
+  return out
 
 
 def parse(folder: str) -> tuple[int, str, int] | None:
@@ -140,10 +253,13 @@ def rows(groups, paper_rhn: Mapping[int, float],
       claim = (f'EI-REHN ($R_{{max}}$ = {depth}) below RHN (depth {depth}) '
                f'in test perplexity at $D_h = {width}$')
       a, b = _pair(ei[depth], rhn[depth])
-      v = verdicts.paired(a, b, claim=claim, fmt=_fmt)
-      out.append(_row(f'Table 3: {claim}', f'{paper_ei[depth]:.1f} against '
-                      f'{paper_rhn[depth]:.1f} at $D_h$ = 1200 (Table 3)',
-                      a, b, v))
+      v = verdicts.paired(a, b, claim='EI-REHN below RHN at the same depth '
+                          'in test perplexity', fmt=_fmt)
+      paper = (f'{paper_ei[depth]:.1f} against {paper_rhn[depth]:.1f} at '
+               '$D_h$ = 1200 (Table 3)' if depth in paper_ei
+               and depth in paper_rhn else
+               f'not in Table 3 (depths {records.span_text(paper_ei)})')
+      out.append(_row(f'Table 3: {claim}', paper, a, b, v))
     if rhn and ei:
       r_best, e_best = best_depth(rhn), best_depth(ei)
       claim = (f'EI-REHN at its best $R_{{max}}$ ({e_best}) below RHN at '
@@ -151,7 +267,8 @@ def rows(groups, paper_rhn: Mapping[int, float],
                f'{records.span_text([*rhn, *ei])} at '
                f'$D_h = {width}$, best by validation perplexity')
       a, b = _pair(ei[e_best], rhn[r_best])
-      v = verdicts.paired(a, b, claim=claim, fmt=_fmt)
+      v = verdicts.paired(a, b, claim='EI-REHN at its best depth below RHN '
+                          'at its best depth in test perplexity', fmt=_fmt)
       short = _incomplete(rhn, ei)
       if short:
         # A best chosen among depths that are not all in yet can move
@@ -185,8 +302,9 @@ def _incomplete(rhn: Mapping[int, list], ei: Mapping[int, list]) -> str:
 
 
 def _row(claim: str, paper: str, a, b, v: verdicts.Verdict) -> tuple:
-  here = (f'{verdicts.mean_interval_text(a, _fmt)} against '
-          f'{verdicts.mean_interval_text(b, _fmt)}' if a and b else None)
+  here = (f'{verdicts.mean_interval_text(a, _fmt, verdicts.POSITIVE)} '
+          f'against {verdicts.mean_interval_text(b, _fmt, verdicts.POSITIVE)}'
+          if a and b else None)
   return claim, paper, here, v
 
 

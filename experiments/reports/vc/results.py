@@ -546,6 +546,33 @@ def status_lines(models: Mapping[str, list], prefix: str,
                  for name, runs in models.items())
 
 
+# The paper's experiments at its size or on its corpus, with the command
+# that runs each: what has records here is counted from them.
+NOT_RUN = (
+    ('Text8, Table 3 right (VCGRU against GRUs)', 'vc/text8',
+     '`python -m experiments.vc_text8 --target=0.3` (0.4, 0.5)'),
+    ('Europarl Czech and German, Fig. 4 (guided and learned)', 'vc/europarl',
+     '`python -m experiments.vc_europarl --setting=guide` (`learn`)'),
+    ('bit-level PTB, Fig. 2', 'vc/bit',
+     '`python -m experiments.vc_ptb --level=bit --hidden_size=1000 '
+     '--buffer_bits=0` (8, 24)'),
+    ('character PTB at the paper\'s width, Table 3', 'vc/frontier_ptb1024',
+     '`python -m experiments.vc_ptb --level=char --cell=vcrnn '
+     '--hidden_size=1024` (`elman`, `vcgru`); on a GPU: '
+     '`benchmarks/gpu_vc_ptb.sh`'),
+    ('music at the paper\'s width, Table 1 (VCRNN-500)', 'vc/music500',
+     '`python -m experiments.vc_music`'),
+)
+
+
+def not_run(groups) -> str:
+  """The paper's experiments at its size or corpus, each with the records
+  that exist here (:data:`NOT_RUN`)."""
+  return ('What the paper runs at its size or on its corpus, and what of it '
+          'has records here (counted from the records):\n\n'
+          + records.not_run_table(groups, NOT_RUN))
+
+
 def outputs(groups: Mapping[str, Sequence[Mapping[str, Any]]],
             statuses: Mapping[str, Mapping[str, Any]] | None = None
             ) -> list[records.Output]:
@@ -556,7 +583,8 @@ def outputs(groups: Mapping[str, Sequence[Mapping[str, Any]]],
     return []
   statuses = statuses or {}
   ptb, music = _experiments(groups, PTB), _experiments(groups, MUSIC)
-  out = [records.Output('vc/summary.md', summary(groups, statuses))]
+  out = [records.Output('vc/summary.md', summary(groups, statuses)),
+         records.Output('vc/not_run.md', not_run(groups))]
   if ptb:
     out += ptb_outputs(ptb, statuses)
   if music:
