@@ -168,3 +168,19 @@ def test_a_stale_folder_marks_the_verdicts_resting_on_it():
   # A row with no records carries no mark.
   assert all('records*' not in line for line in text.splitlines()
              if 'records missing' in line)
+
+
+def test_overflow_table_reads_the_run_past_the_sharpness_of_one():
+  run = {'seed': 0, 'steps': 3000, 'commit': 'a' * 40, 'dirty': False,
+         'machine': {'name': 'CPU-2'}, 'versions': {'python': '3.11.7'},
+         'flags': {'sharpness_every': 200},
+         'curve': [{'step': 1500, 'bpc': 2.1}, {'step': 2000, 'bpc': 2.0},
+                   {'step': 3000, 'bpc': 1.9}],
+         'final': {'train_grad_norm': 812.5,
+                   'train_rescaled_grad_norm_steps': 3, 'm': 0.52}}
+  assert results._reaches_one(run['flags']) == 1800
+  text = results.overflow_table({'vc/overflow_ptb_vcrnn1024_m0.5_fast': [run]})
+  assert ('| `vc/overflow_ptb_vcrnn1024_m0.5_fast` | 0 | 3,000 | 1,800 | '
+          '2.100 (step 1,500) | 1.900 | 812.5 | 3 | 0.520 |') in text
+  assert 'Not verified' in text
+  assert results.overflow_table({}) == 'No record yet.\n'

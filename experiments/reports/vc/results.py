@@ -565,6 +565,60 @@ NOT_RUN = (
 )
 
 
+OVERFLOW = 'vc/overflow_'
+
+
+def _reaches_one(flags: Mapping[str, Any]) -> int | None:
+  """The step at which the sharpness schedule reaches its maximum (Sec.
+  5: from ``sharpness_initial`` by ``sharpness_increment`` every
+  ``sharpness_every`` steps); None when the record lacks the flags."""
+  every = flags.get('sharpness_every')
+  if not every:
+    return None
+  start = flags.get('sharpness_initial') or 0.1
+  step = flags.get('sharpness_increment') or 0.1
+  top = flags.get('sharpness_maximum') or 1.0
+  return every * max(0, round((top - start) / step))
+
+
+def overflow_table(groups, statuses=None) -> str:
+  """VCRNN at the paper's width past the sharpness of 1 on a CPU: per
+  run, where the schedule reaches 1, the validation bpc there and at the
+  end, the final training gradient norm (finite or not) and how many
+  updates needed the overflow-safe norm
+  (``train_rescaled_grad_norm_steps``)."""
+  found = {name: runs for name, runs in sorted(groups.items())
+           if name.startswith(OVERFLOW)}
+  if not found:
+    return 'No record yet.\n'
+  body, every = [], []
+  for name, runs in found.items():
+    for run in sorted(runs, key=lambda r: r['seed']):
+      one = _reaches_one(run.get('flags', {}))
+      curve = run.get('curve', [])
+      at_one = [p for p in curve if one is not None and p['step'] <= one]
+      final = run.get('final', {})
+      norm = final.get('train_grad_norm')
+      body.append([
+          f'`{name}`', str(run['seed']), f'{run["steps"]:,}',
+          '-' if one is None else f'{one:,}',
+          f'{at_one[-1]["bpc"]:.3f} (step {at_one[-1]["step"]:,})'
+          if at_one else '-',
+          f'{curve[-1]["bpc"]:.3f}' if curve else '-',
+          '-' if norm is None else f'{norm:.4g}',
+          str(final.get('train_rescaled_grad_norm_steps', '-')),
+          f'{final["m"]:.3f}' if 'm' in final else '-'])
+      every.append(run)
+  return (records.table(['folder', 'seed', 'updates', 'sharpness 1 at step',
+                         'valid bpc before it', 'valid bpc at the end',
+                         'final training gradient norm',
+                         'updates with the overflow-safe norm', 'mean m_t'],
+                        body)
+          + '\n' + records.provenance(every) + '\n\n'
+          + status_lines({n[len('vc/'):]: r for n, r in found.items()}, 'vc/',
+                         statuses or {}))
+
+
 def not_run(groups) -> str:
   """The paper's experiments at its size or corpus, each with the records
   that exist here (:data:`NOT_RUN`)."""
@@ -584,7 +638,8 @@ def outputs(groups: Mapping[str, Sequence[Mapping[str, Any]]],
   statuses = statuses or {}
   ptb, music = _experiments(groups, PTB), _experiments(groups, MUSIC)
   out = [records.Output('vc/summary.md', summary(groups, statuses)),
-         records.Output('vc/not_run.md', not_run(groups))]
+         records.Output('vc/not_run.md', not_run(groups)),
+         records.Output('vc/overflow.md', overflow_table(groups, statuses))]
   if ptb:
     out += ptb_outputs(ptb, statuses)
   if music:
