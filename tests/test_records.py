@@ -617,3 +617,26 @@ def test_act_flat_ponder_runs_sit_beside_the_main_command(tmp_path):
   assert (tmp_path / 'flat.svg').read_text().startswith('<?xml')
   # Not a sweep folder: tau 0.01 keeps the main command's seeds only.
   assert [len(r) for _, r in act_results.sweep_groups(groups)] == [3]
+
+
+def test_act_paper_learning_rate_runs_are_judged_per_tau():
+  from experiments.reports.act import results as act_results
+
+  def at(tau, seed):
+    run = _act_record(seed, 0.01, steps=1_000_000)
+    run['flags'] = {**run.get('flags', {}), 'tau': tau,
+                    'learning_rate': 0.0001}
+    return run
+  groups = {'act/parity_lr1e-4_tau0.001': [at(0.001, s) for s in range(3)],
+            'act/parity_lr1e-4_tau0.01': [at(0.01, 0)],
+            'act/parity_tau0.001': [at(0.001, 5)]}
+  taus = act_results.paper_lr_groups(groups)
+  assert [(tau, len(runs)) for tau, runs in taus] == [(0.001, 3), (0.01, 1)]
+  text = act_results.sweep_verdicts(taus)
+  assert '| τ = 0.001: error below 5% | Fig. 4 | **holds** |' in text
+  assert '| τ = 0.01: error below 5% | Fig. 4 | **undecided** |' in text
+  summary = act_results.summary_text([at(0.01, s) for s in range(3)], [],
+                                     groups=groups)
+  rows = [line for line in summary.splitlines()
+          if line.startswith('| parity at the paper')]
+  assert len(rows) == 2 and all('[flat ponder]' in row for row in rows)

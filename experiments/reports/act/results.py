@@ -107,6 +107,10 @@ SWEEP_PREFIX = 'act/parity_tau'
 # reading of the data (``act/parity_random_tau0.01``), for a million updates.
 FLAT_PREFIXES = {'act/parity_lr': 'learning rate',
                  'act/parity_random': 'the reading of the data'}
+# Fig. 6 at the paper's learning rate: the main command with
+# ``--learning_rate=0.0001`` for a million updates, at several tau
+# (``act/parity_lr1e-4_tau0.001`` and so on), judged like the tau sweep.
+PAPER_LR_PREFIX = 'act/parity_lr1e-4_tau'
 # Graves 2016, Fig. 4: the bound holds "for tau <= 0.03".
 SWEEP_BOUND_TAU = 0.03
 # The paper's claims without a record here (Secs. 3.2-3.5); a task's row
@@ -336,6 +340,7 @@ SECTIONS = (
     ('parity: mean sequence error below', '[τ sweep](#the-time-penalty-τ-figs-4-6)'),
     ('parity: ACT against no ACT', '[without ACT](#without-act)'),
     ('parity: ponder grows', '[Fig. 6](#error-and-ponder-per-difficulty-fig-6)'),
+    ('parity at the paper', '[flat ponder](#the-flat-ponder-runs-from-records)'),
     ('logic', '[logic](#logic-sec-32)'),
     ('addition', '[addition](#addition-sec-33)'),
     ('sort', '[sort](#sort-sec-34)'),
@@ -380,6 +385,11 @@ def summary_text(main: Sequence[Mapping[str, Any]],
   rows.append(['parity: ponder grows with difficulty at $\\tau = 0.01$',
                'grows about linearly at intermediate $\\tau$ (Fig. 6)',
                *v.cells()])
+  for tau, runs in paper_lr_groups(groups or {}):
+    rows.append([f'parity at the paper\'s learning rate ($10^{{-4}}$, 1M '
+                 f'updates), τ = {tau:g}: ponder grows with difficulty',
+                 'grows about linearly at intermediate $\\tau$ (Fig. 6)',
+                 *_growth_verdict(runs).cells()])
   twins = []
   if avx2 and avx2_base:
     commit = avx2[0]['commit'][:7]
@@ -598,6 +608,18 @@ def sweep_groups(groups: Mapping[str, Sequence[Mapping[str, Any]]]
         tau = r.get('flags', {}).get('tau')
         if tau is not None:      # records made before flags were kept
           by_tau.setdefault(float(tau), []).append(r)
+  return sorted(by_tau.items())
+
+
+def paper_lr_groups(groups: Mapping[str, Sequence[Mapping[str, Any]]]
+                    ) -> list[tuple[float, list[Mapping[str, Any]]]]:
+  """``(tau, records)`` of the runs at the paper's learning rate
+  (:data:`PAPER_LR_PREFIX`), tau ascending."""
+  by_tau: dict[float, list] = {}
+  for name, runs in groups.items():
+    if name.startswith(PAPER_LR_PREFIX):
+      for r in runs:
+        by_tau.setdefault(float(r['flags']['tau']), []).append(r)
   return sorted(by_tau.items())
 
 
@@ -877,6 +899,10 @@ def outputs(groups: Mapping[str, Sequence[Mapping[str, Any]]],
                            flat_table(flat, sweep, status)),
             records.Output('act/flat_ponder.svg', data=data,
                            draw=lambda p: draw_difficulty(data, p))]
+  paper_lr = paper_lr_groups(groups)
+  if paper_lr:
+    out.append(records.Output('act/paper_lr_verdicts.md',
+                              sweep_verdicts(paper_lr)))
   out += task_claims.outputs(groups, statuses, exclude=(ADDITION_GPU,))
   diff = difficulty_table(main)
   if diff:
