@@ -80,6 +80,7 @@ from experiments.reports import manifest
 from vcrnn_jax.files import atomic_write
 
 __all__ = [
+    'not_run_table',
     'FORMAT',
     'MAX_POINTS',
     'MAX_LIST',

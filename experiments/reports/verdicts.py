@@ -39,6 +39,7 @@ import statistics
 from typing import NamedTuple
 
 __all__ = [
+    'reading',
     'MIN_SEEDS',
     'LABELS',
     'LEGEND',

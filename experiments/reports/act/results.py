@@ -33,6 +33,8 @@ from experiments.reports import plots, records, verdicts, verify
 from experiments.reports.act import task_claims
 
 __all__ = [
+    'PAPER_LR_PREFIX',
+    'paper_lr_groups',
     'MAIN',
     'NO_ACT',
     'AVX2',

@@ -26,6 +26,10 @@ from experiments.reports import plots, records, verdicts, verify
 from experiments.reports.vc import frontier
 
 __all__ = [
+    'NOT_RUN',
+    'not_run',
+    'OVERFLOW',
+    'overflow_table',
     'PTB',
     'MUSIC',
     'PTB_CLASSES',
