@@ -13,16 +13,18 @@ cross-entropy, batch 32, ACT with M=20 (as in the paper), epsilon=0.01, halting
 bias 1. Reports sequence error rate and mean ponder on 1,000 held-out
 sequences; ``--act=false`` is the baseline.
 
-Results on a 2-core CPU (docs/results/act.md has the log): reduced size only.
-``--hidden_size=128 --steps=30000 --eval_every=2000`` gives 78.6% sequence
-error with ACT (ponder 17.2 of M=20, 1059 s on one core) and 78.3% without
-(85 s): at this size and budget neither learns much beyond the length-1
-sequences, which have no target. A smaller task, ``--hidden_size=128
---max_digits=3 --max_len=3 --steps=20000 --eval_every=2000``, is learnt:
-5.8% with ACT (ponder 8.8, rising from 8.2 per step for 1-digit numbers to
-11.6 for 3-digit ones, the direction of Fig. 14) and 7.9% without. The
-paper's perfect score came after ~16M updates (1M iterations x 16 threads);
-the full-size run needs a GPU or many CPU hours.
+Results on a 2-core CPU, reduced size only: the recorded runs of a smaller
+task, ``--hidden_size=128 --max_digits=3 --max_len=3 --steps=20000
+--eval_every=2000`` with ``--act=false``, ``--tau=0.001`` and
+``--tau=0.01``, each with its ``--difficulty_report`` (Fig. 14), are in
+docs/results/act.md, 'Addition (Sec. 3.3)', with the verdicts in its
+'Claims (from records)'. Typed runs of the paper's task with LSTM 128,
+``--hidden_size=128 --steps=30000 --eval_every=2000``, with and without
+ACT, are in docs/results/notebooks/act.md, 'Addition, sort, Wikipedia
+(Sec. 3.3-3.5), reduced size'. The paper's perfect score came after ~16M
+updates (1M iterations x 16 threads); the full-size run needs a GPU or many
+CPU hours, and a GPU run of its first updates is in docs/results/act.md,
+'Addition at the paper's size, on a GPU'.
 
 Deviations: Adam with learning rate 1e-3 on one worker (paper: 1e-4, 16
 Hogwild threads, 1M iterations per thread).

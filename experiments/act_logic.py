@@ -13,11 +13,13 @@ Reports the sequence error rate and the mean ponder on 1,000 held-out
 sequences. ``--act=false`` is the no-ACT baseline (paper: ~20% error; ACT with
 tau <= 0.01: virtually zero).
 
-Results: one run (seed 0) of this command reached 0.2% sequence error in
-60k steps, with the ponder falling as the task is learnt and growing with
-the number of gates (the trend of Fig. 10); it took hours of one core, so it
-is kept on docs/results/act.md as history, with the commit that made it,
-and is not among the run records.
+Results: the recorded runs of this command, of ``--tau=0.01``,
+``--tau=0.1`` and ``--act=false``, each with its ``--difficulty_report``
+(error and ponder per number of gates, Fig. 10), are in
+docs/results/act.md, 'Logic (Sec. 3.2)', with the verdicts on Sec. 3.2's
+claims in its 'Claims (from records)'. A typed run of this command, with
+its evaluations along training and runs at the paper's learning rate, is in
+docs/results/notebooks/act.md, 'Logic (Sec. 3.2)'.
 
 Deviations: Adam with learning rate 1e-3 on one worker (paper: 1e-4, 16
 Hogwild threads, 1M iterations per thread).

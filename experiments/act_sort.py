@@ -11,11 +11,16 @@ in ascending order (15-way softmax). Single-layer LSTM with 512 cells, batch
 and mean ponder on 1,000 held-out sequences (paper: ~12% without ACT, ~6% for
 the best tau); ``--act=false`` is the baseline.
 
-Results on a 2-core CPU (docs/results/act.md has the log): reduced size only.
-``--hidden_size=128 --steps=30000 --eval_every=2000`` gives 54.4% sequence
-error with ACT (ponder 3.3, 628 s on one core) and 55.9% without (163 s);
-3.5% of length-2 sequences are wrong, all of length 15. The paper's 6% / 12%
-came after ~16M updates; the full-size run needs a GPU or many CPU hours.
+Results on a 2-core CPU, reduced size only: the recorded runs of sorting
+2-8 numbers, ``--hidden_size=128 --max_len=8 --steps=20000
+--eval_every=2000`` with ``--act=false``, ``--tau=0.001`` and
+``--tau=0.01``, each with its ``--difficulty_report`` (Fig. 19), are in
+docs/results/act.md, 'Sort (Sec. 3.4)', with the verdicts in its 'Claims
+(from records)'. Typed runs of the paper's task with LSTM 128,
+``--hidden_size=128 --steps=30000 --eval_every=2000``, with and without
+ACT, are in docs/results/notebooks/act.md, 'Addition, sort, Wikipedia
+(Sec. 3.3-3.5), reduced size'. The paper's 6% / 12% came after ~16M
+updates; the full-size run needs a GPU or many CPU hours.
 
 Deviations: Adam with learning rate 1e-3 on one worker (paper: 1e-4, 16
 Hogwild threads, 1M iterations per thread).

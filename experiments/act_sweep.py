@@ -31,19 +31,19 @@ last checkpoint, and CSV rows are replaced, never duplicated. More taus or
 seeds extend the sweep; a larger ``--steps`` continues every run.
 ``--plot_only`` redraws the figures from the CSVs.
 
-Results on CPU-2 (2-core CPU; docs/results/act.md has the tables)::
+Typed runs on CPU-2 (2-core CPU) of::
 
   python -m experiments.act_sweep --task=parity --taus=1e-2,3e-2,1e-1 \
       --seeds=0 --steps=100000 --eval_every=10000
 
-64 bits, prefix layout: tau=0.01 reaches 3.2% (ponder 3.0) against 43.4%
-without ACT, whose error rises from 0 at a few bits to chance from ~16 bits
-(Fig. 6); tau=0.03 and 0.1 collapse to the minimum ponder (2) and stay at
-41%. Runs took 2-4 minutes each on one core. At 8 bits with the random
-layout (``--bits=8 --layout=random --taus=1e-3,1e-2,1e-1 --seeds=0,1
---steps=6000 --eval_every=3000``), tau <= 0.01 reaches 0.0-0.1% against
-43% for tau=0.1 and without ACT, with ponder rising with the number of
-non-zero bits.
+(64 bits, prefix layout) and of the 8-bit random layout (``--bits=8
+--layout=random --taus=1e-3,1e-2,1e-1 --seeds=0,1 --steps=6000
+--eval_every=3000``) are in docs/results/notebooks/act.md, 'The $\tau$
+grid (Figs. 4-6)'. The recorded tau grid, ``act_parity --tau=T`` for each
+tau of the plan with its ``--difficulty_report`` and the network without
+ACT, is in docs/results/act.md, 'The time penalty τ (Figs. 4-6)' and
+'Without ACT', with the verdicts on Figs. 4-6 in its 'Claims (from
+records)'.
 
 Deviations from the paper: Adam with learning rate 1e-3 on one worker instead
 of 1e-4 with 16 Hogwild! threads, and 100,000 updates per run by default for

@@ -19,17 +19,17 @@ valid split. After training, ``--plot_ponder_bytes=N`` plots the ponder
 ``<workdir>/ponder_over_text.png``; rerunning with the same ``--steps`` and
 ``--workdir`` restores the checkpoint and only plots.
 
-Reduced size on a 2-core CPU (see docs/results/act.md for the numbers)::
+Reduced size on a 2-core CPU::
 
   python -m experiments.act_wikipedia \
       --data_path=DIR/text/tinyshakespeare.txt \
       --hidden_size=128 --seq_len=100 --batch_size=16 --steps=2000
 
-Results (CPU-2, docs/results/act.md has the log): no enwik8 here and no GPU, so
-only a reduced run on tinyshakespeare: ``--data_path=.../tinyshakespeare.txt
---hidden_size=128 --seq_len=100 --batch_size=16 --steps=300 --eval_every=100
---max_steps=20`` gives 3.85 bits per character on held-out windows with ACT
-(ponder at the cap of 20, 199 s) against 4.32 without ACT (14 s).
+Results: no enwik8 and no GPU on CPU-2. A typed reduced run on
+tinyshakespeare, ``--data_path=.../tinyshakespeare.txt --hidden_size=128
+--seq_len=100 --batch_size=16 --steps=300 --eval_every=100
+--max_steps=20`` with and without ACT, is in docs/results/notebooks/act.md,
+'Addition, sort, Wikipedia (Sec. 3.3-3.5), reduced size'.
 
 Deviations: Adam with learning rate 1e-3 on one worker (paper: 1e-4, 16
 Hogwild threads); the paper does not state its batch size (default 16 here);

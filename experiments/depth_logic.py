@@ -52,20 +52,16 @@ whether a position has been resolved, not count steps.
 Recorded on CPU-2 (2 cores, shared with other runs), seeds 0-2, 5,000
 updates each at the defaults otherwise (64 features, 4 heads, batch 64,
 Adam at 1e-3 clipped to norm 1, M = 12, tau = 0.01, prefix targets), on
-1,000 held-out examples; error on the final result per seed, and the mean
-depth over seeds:
-
-* the command above (per_example): 0.5% / 17.0% / 1.0%, depth 3.09. Seeds
-  0 and 2 take more applications for longer chains (seed 0: 1.26 at
-  ``B`` = 1 to 7.82 at ``B`` = 10); seed 1 settles at one application.
-* ``--halting=per_token``: 5.5% / 7.9% / 0.0%, depth 3.21.
-* ``--halting=fixed --depth=4``: 4.0% / 3.1% / 3.3%.
-* ``--halting=fixed --depth=12``: 0.0% / 0.4% / 0.0%.
-
-docs/results/depth.md has every number with its provenance, the figures
-and the verdicts (generated from the records). ``--targets=final`` and
-``--learning_rate=3e-3`` each trained to a worse, shallower solution in a
-single seed-0 run: prefix targets and 1e-3 are the defaults.
+1,000 held-out examples: the command above, ``--halting=per_token``,
+``--halting=fixed --depth=4`` and ``--halting=fixed --depth=12``, each
+followed by its ``--difficulty_report``. docs/results/depth.md, 'The
+runs', has each configuration's error on the final result per seed, its
+mean depth and wall time; 'Error and depth per chain length' the error
+and depth against ``B`` (and, per token, against the position); 'Claims
+(from records)' the verdicts. ``--targets=final`` and
+``--learning_rate=3e-3`` have no records: each trained to a worse,
+shallower solution in a single seed-0 run, which is why prefix targets
+and 1e-3 are the defaults.
 """
 
 from absl import flags

@@ -23,18 +23,19 @@ authors' code), budget 1e-4 (their cost per sample for the adding task),
 VCGRU's target m-bar 0.3 with weight 0.1 (VCRNN Eq. 10). The authors train
 until the error stops improving; 30,000 steps here.
 
-On CPU-2 (2 cores) one update took 0.07-0.4 s (two runs at a time), so the
-runs recorded are reduced to 1,000 updates, seeds 0-2
-(docs/results/family.md)::
+On CPU-2 (2 cores, two runs at a time) the runs recorded are reduced to
+1,000 updates, seeds 0-2 (the time per update typed from them is in
+docs/results/notebooks/family.md)::
 
   python -m experiments.family_adding --model=<m> --steps=1000 \
       --eval_every=250 --seed=<s> [--budget=<b>]
 
-MSE relative to predicting the mean (1/6), and share of the state updated:
-LSTM, GRU and both Skip cells at budget 1e-4 reach 1.2-1.6% at full
-computation; Skip-LSTM 3.8% at 92% of its steps (budget 1e-3) and 57% at
-11% (1e-2); VCGRU 9% at 31% of its dimensions. Skipping most steps while
-solving the task (the Skip-RNN paper) is not reached in 1,000 updates.
+docs/results/family.md, 'Adding task: LSTM, GRU, Skip-LSTM, Skip-GRU,
+VCGRU', has each model's MSE relative to predicting the mean (1/6) and
+its share of the state updated, generated from those records; 'What
+holds, what does not, what cannot be judged here' has the verdicts, among
+them on the Skip-RNN paper's claim of the task solved with most steps
+skipped.
 """
 
 from absl import flags

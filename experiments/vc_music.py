@@ -1,7 +1,8 @@
 r"""VCRNN paper Sec. 5.1 (Tables 1-2): Irish traditional tunes (thesession.org).
 
-The paper's configuration (VCRNN-500, test perplexity 8.51 at RNN-d 233,
-against RNN-200 9.13 and RNN-250 8.70; for a GPU)::
+The paper's configuration (VCRNN-500; for a GPU), with the paper's Table 1
+test perplexity (VCRNN-500 8.51 at RNN-d 233, RNN-200 9.13, RNN-250
+8.70)::
 
   python -m experiments.vc_music --data_dir=DIR
   python -m experiments.vc_music --data_dir=DIR --cell=elman \
@@ -28,9 +29,14 @@ Reduced size on a 2-core CPU (docs/results/vc.md has every run)::
       --hidden_size=128 --steps=1500 --eval_every=750 \
       --sharpness_every=150 --penalty_weight=0.1
 
-What this reaches on CPU-2 (2-core AMD EPYC), over three seeds, and the
-verdicts on Sec. 5.1's claims are in the generated summary of
-docs/results/vc.md (from the run records under docs/results/records/vc/).
+What this reaches on CPU-2 (2-core AMD EPYC), over three seeds, is in
+docs/results/vc.md, 'Character PTB and music, three seeds (from
+records)', and the verdicts on Sec. 5.1's claims in its 'Claims (from
+records)' (generated from the run records under
+docs/results/records/vc/); VCRNN against Elman networks of several
+widths on the same tunes is in 'The Irish tunes frontier (from records)',
+and typed runs of this command in docs/results/notebooks/vc.md, 'Music
+(Sec. 5.1, Table 2), earlier runs'.
 
 Deviations and choices: the shared file has 2,000 tunes (the paper: 19,511,
 split 16,000/1,511/2,000 with no melody's variations across subsets, which

@@ -1,13 +1,14 @@
 r"""VCRNN paper Sec. 5.2.1 (Table 3, Fig. 2, 3): character and bit level PTB.
 
-The paper's configurations (D = 1024; for a GPU)::
+The paper's configurations (D = 1024; for a GPU), each with the paper's
+Table 3 bpc::
 
   python -m experiments.vc_ptb --data_dir=DIR --level=char \
-      --cell=vcrnn                        # Table 3: VCRNN-1024, 1.46 bpc
+      --cell=vcrnn              # paper, Table 3: VCRNN-1024, 1.46 bpc
   python -m experiments.vc_ptb --data_dir=DIR --level=char \
-      --cell=elman                        # RNN-1024: 1.47
+      --cell=elman              # paper, Table 3: RNN-1024, 1.47 bpc
   python -m experiments.vc_ptb --data_dir=DIR --level=char \
-      --cell=vcgru                        # VCGRU-1024: 1.42 at RNN-d 648
+      --cell=vcgru              # paper, Table 3: VCGRU-1024, 1.42 at RNN-d 648
   python -m experiments.vc_ptb --data_dir=DIR --level=bit \
       --hidden_size=1000 [--buffer_bits=8|24]   # Table 3 middle, Fig. 2
 
@@ -46,11 +47,16 @@ Reduced size on a 2-core CPU (docs/results/vc.md has every run)::
       --hidden_size=256 --steps=3000 --eval_every=1500 \
       --sharpness_every=300 --max_symbols=4000000 --penalty_weight=0.01
 
-What these reach on CPU-2 (2-core AMD EPYC), over three seeds with their
-95% intervals, and the verdict on each of the paper's claims by its
-criterion, is the generated summary of docs/results/vc.md (from the run
-records under docs/results/records/vc/); single runs typed before the
-records are in that page's history appendix.
+The records train the char command at ``--hidden_size=256`` beside
+``--cell=elman --hidden_size=224``, three seeds each, on CPU-2 (2-core AMD
+EPYC): docs/results/vc.md, 'Character PTB and music, three seeds (from
+records)', has their bpc, RNN-d and where m_t goes, 'The character PTB
+frontier (from records)' the widths around them, and 'Claims (from
+records)' the verdict on each of the paper's claims by its criterion. The
+char command at the paper's width is in 'Character PTB at the paper's
+width, on a GPU (from records)'. Typed runs of the two commands above are
+in docs/results/notebooks/vc.md, 'Char PTB: VCRNN against Elman at equal
+updates, earlier runs' and 'Bit level (Sec. 5.2.1, Fig. 2)'.
 
 Deviations and choices: the paper gives no optimiser, batch, BPTT length,
 penalty weight or epsilon (see experiments/_vc.py: Adam 1e-3, clip 1 with

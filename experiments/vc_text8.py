@@ -1,7 +1,8 @@
 r"""VCRNN paper Sec. 5.2.1 (Table 3 right): character-level Text8.
 
-The paper's configuration (VCGRU-1024 at m_bar = 0.3, 0.4, 0.5: 1.69, 1.64,
-1.63 bpc at RNN-d 464, 648, 820; GRU-1024 1.58, GRU-512 1.69; for a GPU)::
+The paper's configuration (for a GPU), with the paper's Table 3 bpc
+(VCGRU-1024 at m_bar = 0.3, 0.4, 0.5: 1.69, 1.64, 1.63 at RNN-d 464, 648,
+820; GRU-1024 1.58, GRU-512 1.69)::
 
   python -m experiments.vc_text8 --data_dir=/path/to/data --target=0.3
   python -m experiments.vc_text8 --data_dir=/path/to/data --cell=gru
