@@ -26,11 +26,13 @@ A reduced run on a 2-core CPU (2 of the 100 epochs, one seed; it writes
   python -m experiments.rehn_har --data_dir=DIR --cell=ei_rehn \
       --hidden_size=48 --seeds=0 --epochs=2
 
-What it reaches on CPU-2 (2-core AMD EPYC), over three seeds with their
-95% intervals, and the verdict on Table 2's claim by its criterion, are in
-the generated summary of docs/results/rehn.md (from the run records under
-docs/results/records/rehn/); single runs typed before the records, such as
-EI-REHN-48 at 30 epochs, are in that page's history appendix.
+What it reaches on CPU-2 (2-core AMD EPYC) for the paper's 100 epochs,
+over three seeds with their 95% intervals, is in docs/results/rehn.md,
+'Tables 1 and 2 at CPU scale (from records)', and the verdict on Table
+2's claim by its criterion in its 'Claims (from records)' (generated from
+the run records under docs/results/records/rehn/); a typed run of
+EI-REHN-48 at 30 epochs is in docs/results/notebooks/rehn.md, 'Table 2 at
+30 epochs (commit d20b5ea)'.
 
 Data: this UCI HAR copy is rebuilt from the HAPT recordings with UCI HAR's
 recipe (7,415 / 2,996 windows against UCI's own 7,352 / 2,947), so accuracies

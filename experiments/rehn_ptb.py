@@ -20,11 +20,17 @@ carried). ``--cell=rhn --depth=D`` trains Table 3's RHN baselines and
 ``--max_depth`` its EI-REHN columns (paper: R_max 2-5, best 4: 66.2 test;
 RHN depth 5: 67.6, Table 4's RHN 65.4-66.0).
 
-A small configuration that trains on a 2-core CPU (docs/results/rehn.md
-has its numbers and command)::
+A small configuration that trains on a 2-core CPU (a typed run of it is
+in docs/results/notebooks/rehn.md, 'Penn Treebank, CPU configuration
+(commit 91a6b16)')::
 
   python -m experiments.rehn_ptb --data_dir=DIR \
       --hidden_size=200 --max_depth=3 --epochs=2 --eval_batch_size=20
+
+The recorded runs, RHN at depths 2-5 against EI-REHN at R_max 2-5 at
+``--hidden_size=100 --epochs=3 --eval_batch_size=20``, are in
+docs/results/rehn.md, 'Table 3 at hidden size 100 (from records)', with
+the verdicts in its 'Claims (from records)'.
 
 Deviations: the paper's final evaluation after Zilly et al. reruns the best
 validation checkpoint at batch 1; here the final parameters are evaluated

@@ -22,14 +22,16 @@ text sweeps SRHN-20 over depth 1-6), ``--cell=srehn|ei_rehn`` take
 ``--max_depth`` (R_max, default 10) and EI-REHN ``--hyper_size`` (D_z,
 default ceil(D_h / 2), the reading that reproduces the paper's counts).
 
-Results on CPU-2 (2-core AMD EPYC): the generated summary of
-docs/results/rehn.md gives, from the run records under
-docs/results/records/rehn/, each model's test MSE over three seeds with its
-95% interval and the verdict on Table 1's ordering by its criterion. Under
-Algorithm 2 as written (noise variance 0.1) no predictor gets below the
-noise floor the run prints, which is why the records use
-``--noise_variance=0.001``; the typed runs behind that are in the page's
-history appendix.
+Results on CPU-2 (2-core AMD EPYC): docs/results/rehn.md, 'Tables 1 and
+2 at CPU scale (from records)', gives, from the run records under
+docs/results/records/rehn/, each model's test MSE over its seeds with its
+95% interval, and its 'Claims (from records)' the verdict on Table 1's
+ordering by its criterion. Under Algorithm 2 as written (noise variance
+0.1) no predictor gets below the noise floor the run prints, which is why
+the records use ``--noise_variance=0.001`` (docs/results/rehn.md,
+'Algorithm 2 as written is unreachable'); the typed runs behind that are
+in docs/results/notebooks/rehn.md, 'Noise floor and baselines (commit
+d20b5ea)'.
 
 Deviations: the paper does not give its initialisation, the elastic gate's
 initial alpha/beta or its validation protocol; the test MSE is the one of the

@@ -25,15 +25,17 @@ valid text (``m_over_text.png``, Fig. 3 and 5), all numbers in
 ``<workdir>/results.json``. Rerunning the command resumes.
 ``--cell=elman`` etc. trains Fig. 4's constant baselines.
 
-Reduced size on a 2-core CPU (docs/results/vc.md has every run)::
+Reduced size on a 2-core CPU::
 
   python -m experiments.vc_europarl \
       --data_path=DIR/text/fortunes_cs.txt --setting=guide \
       --hidden_size=256 --steps=1500 --eval_every=750 --sharpness_every=150
 
-No run of this binary is recorded; docs/results/vc.md's history appendix
-has the single runs typed before the records (the guide and learn settings
-on the Czech and German fortunes, with their commits), without verdicts.
+No run of this binary is recorded (docs/results/vc.md, 'The paper's
+sizes and corpora'). Single typed runs of the guide and learn settings on
+the Czech and German fortunes, with their commits and without verdicts,
+are in docs/results/notebooks/vc.md, 'Word boundaries on the fortunes
+(learn setting)' and 'Further runs'.
 At the default width::
 
   python -m experiments.vc_europarl \

@@ -22,7 +22,7 @@ valid tunes (``m_over_text.png``), the rate at which each kind gets one of
 the 5% largest m_t (``peak_rate_by_class``), all numbers in
 ``<workdir>/results.json``. Rerunning the command resumes.
 
-Reduced size on a 2-core CPU (docs/results/vc.md has every run)::
+Reduced size on a 2-core CPU::
 
   python -m experiments.vc_music \
       --data_path=DIR/thesession/tunes_v3_valid.txt \

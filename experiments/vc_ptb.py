@@ -38,7 +38,7 @@ m_t (``m``) and RNN-d (``rnn_d`` from the dimensions the soft mask updates,
 Rerunning the same command resumes from the last checkpoint in the workdir
 (``runs/vc_ptb/cell=..._seed=0_<non-default flags>``).
 
-Reduced size on a 2-core CPU (docs/results/vc.md has every run)::
+Reduced size on a 2-core CPU::
 
   python -m experiments.vc_ptb --data_dir=DIR --level=char \
       --cell=vcrnn --hidden_size=512 --steps=3000 --eval_every=1000 \
