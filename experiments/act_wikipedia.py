@@ -14,8 +14,14 @@ cache (``$VCRNN_JAX_DATA`` or ``~/.cache/vcrnn_jax``). One byte per step
 consecutive bytes at random offsets with the state reset to zero at each
 window, LSTM with 1500 cells, ACT with M=100, epsilon=0.01, halting bias 1.
 Reports bits per character and mean ponder on fixed held-out windows of the
-valid split. After training, ``--plot_ponder_bytes=N`` plots the ponder
-``rho_t`` over the first N bytes of the valid split (Fig. 23) into
+valid split. After training with ACT, ``<workdir>/results.json`` holds under
+``analysis`` the mean ponder per character class (space, first character
+after a space, inside a word, sentence end, newline, punctuation) over the
+first ``--analysis_symbols`` inputs of the valid split, and the ponder of its
+first ``--analysis_shown`` characters (:mod:`vcrnn_jax.papers.act.wikipedia`
+defines the classes and which step's ponder each reads); without ACT
+``analysis`` is null. After training, ``--plot_ponder_bytes=N`` plots the
+ponder ``rho_t`` over the first N bytes of the valid split (Fig. 23) into
 ``<workdir>/ponder_over_text.png``; rerunning with the same ``--steps`` and
 ``--workdir`` restores the checkpoint and only plots.
 
@@ -43,6 +49,7 @@ from experiments import _act, _common
 from vcrnn_jax.papers.act import lm as act_lm
 from vcrnn_jax.papers.act import runs as act_runs
 from vcrnn_jax.papers.act import tasks as act_tasks
+from vcrnn_jax.papers.act import wikipedia as act_wikipedia
 
 flags.DEFINE_enum('data', 'enwik8', ['enwik8', 'bytes', 'text'], 'Corpus: '
                   '"enwik8" (the paper\'s; bytes), "bytes" (any file as raw '
@@ -67,6 +74,16 @@ _common.define_positive_int('eval_windows', 64, 'Held-out windows of the '
 _common.mark_resumable(flags.DEFINE_integer(
     'plot_ponder_bytes', 0, 'After training, plot the ponder over this many '
     'bytes of the valid split (Fig. 23); 0: no plot.', lower_bound=0))
+_common.mark_resumable(flags.DEFINE_integer(
+    'analysis_symbols', 20_000, 'After training with ACT, the mean ponder per '
+    'character class (space, first character after a space, inside a word, '
+    'sentence end, ...; vcrnn_jax.papers.act.wikipedia) over this many '
+    'inputs of the valid split, read in --seq_len windows from a zero state, '
+    'into results.json under "analysis"; 0: none.', lower_bound=0))
+_common.mark_resumable(flags.DEFINE_integer(
+    'analysis_shown', 200, 'Of those, how many (from the start) are written '
+    'to results.json character by character with their ponder (Figs. 23-24; '
+    'a record keeps lists of up to 200).', lower_bound=0))
 _act.define_flags(act_tasks.WIKIPEDIA_SETTINGS, task_flags=False)
 _act.define_workdir('act_wikipedia')
 # Shared flags are key flags of this binary, so --help lists them.
@@ -81,6 +98,10 @@ def main(processes):
   result = _common.train(run.experiment, run.config, workdir,
                          processes=processes,
                          data_files=run.dataset.meta['files'])
+  if processes.is_chief():
+    _common.write_results(workdir, {
+        'step': result.step, **_common.metric_sections(result.metrics),
+        'analysis': _analysis(run, result)}, processes=processes)
   if FLAGS.plot_ponder_bytes and processes.is_chief():
     from experiments.reports.act import plots  # pylint: disable=g-import-not-at-top
     text = run.dataset.valid[:FLAGS.plot_ponder_bytes + 1]
@@ -91,6 +112,27 @@ def main(processes):
     if _common.plot(path.name, lambda: plots.plot_ponder_over_text(
         shown, ponder, path)) is not None:
       print(f'wrote {path}')
+
+
+def _analysis(run, result) -> dict | None:
+  """Mean ponder per character class over the valid split and the ponder of
+  its first characters (:func:`vcrnn_jax.papers.act.wikipedia.analysis`);
+  None without ACT (one step per input: no ponder to analyse) or with
+  ``--analysis_symbols=0``."""
+  if not FLAGS.act or not FLAGS.analysis_symbols:
+    return None
+  found = act_wikipedia.analysis(
+      run.task.per_step, result.params, run.dataset.valid,
+      run.dataset.vocab.decode, seq_len=FLAGS.seq_len,
+      symbols=FLAGS.analysis_symbols, shown=FLAGS.analysis_shown,
+      step=result.step, unit='char' if run.kind == 'text' else 'byte',
+      max_steps=FLAGS.max_steps)
+  means = found['mean_ponder_by_class']
+  print(f'mean ponder by class over {found["symbols"]} valid '
+        f'{found["unit"]}s: ' + ', '.join(
+            f'{k} {v["mean"]:.3f} ({v["count"]})' if v['mean'] is not None
+            else f'{k} - (0)' for k, v in means.items()))
+  return found
 
 
 if __name__ == '__main__':

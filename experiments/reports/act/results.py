@@ -30,7 +30,7 @@ import statistics
 from typing import Any
 
 from experiments.reports import plots, records, verdicts, verify
-from experiments.reports.act import task_claims
+from experiments.reports.act import task_claims, wikipedia
 
 __all__ = [
     'PAPER_LR_PREFIX',
@@ -346,6 +346,7 @@ SECTIONS = (
     ('logic', '[logic](#logic-sec-32)'),
     ('addition', '[addition](#addition-sec-33)'),
     ('sort', '[sort](#sort-sec-34)'),
+    ('Wikipedia', '[Wikipedia](#wikipedia-sec-35)'),
 )
 
 
@@ -403,6 +404,7 @@ def summary_text(main: Sequence[Mapping[str, Any]],
     twins.append(twin_row('the same seeds on older code',
                          f'commit {commit} against today', older, main))
   recorded = task_claims.summary_rows(groups, exclude=(ADDITION_GPU,))
+  recorded.update(wikipedia.summary_rows(groups))
   for claim, source, why in UNRECORDED:
     task = claim.split(':')[0]
     if task in recorded:
@@ -906,6 +908,7 @@ def outputs(groups: Mapping[str, Sequence[Mapping[str, Any]]],
     out.append(records.Output('act/paper_lr_verdicts.md',
                               sweep_verdicts(paper_lr)))
   out += task_claims.outputs(groups, statuses, exclude=(ADDITION_GPU,))
+  out += wikipedia.outputs(groups, statuses)
   diff = difficulty_table(main)
   if diff:
     data = difficulty_data(main)
