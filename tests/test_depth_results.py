@@ -116,6 +116,12 @@ def test_slopes_from_the_difficulty_report():
 
 def test_every_claim_holds_when_the_records_say_so():
   labels = _verdicts(_groups())
+  # Routing has no record in _groups(): its comparisons are undecided.
+  route = {claim: label for claim, label in labels.items()
+           if 'routing' in claim}
+  assert set(route.values()) == {'undecided'} and len(route) == 2
+  labels = {claim: label for claim, label in labels.items()
+            if claim not in route}
   assert labels == {GROWTH: 'holds', POSITION: 'holds',
                     EQUAL_EXAMPLE: 'holds', EQUAL_TOKEN: 'holds',
                     MAX_EXAMPLE: 'holds', MAX_TOKEN: 'within noise'}

@@ -123,7 +123,8 @@ def test_the_repository_plans_parse_and_name_real_binaries():
       module = entry.command.split()[2]
       assert (PLANS.parents[2] / (module.replace('.', '/') + '.py')
               ).is_file(), entry.command
-  assert {f.split('/')[0] for f in folders} == {'act', 'vc', 'rehn', 'family'}
+  assert {f.split('/')[0] for f in folders} == {'act', 'vc', 'rehn', 'family',
+                                                 'depth'}
   assert len(folders) == len(set(folders))
   # Every folder that has records and is planned matches its records.
   groups = records.read_records(PLANS.parent / 'records')

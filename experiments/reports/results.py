@@ -57,7 +57,7 @@ RESULT_PAGES = (pathlib.Path('README.md'),
                   ('act', 'vc', 'rehn', 'family', 'depth',
                    'reproducing')),
                 *(pathlib.Path('docs', 'results', 'notebooks', f'{name}.md')
-                  for name in ('act', 'vc', 'rehn', 'family')))
+                  for name in ('act', 'vc', 'rehn', 'family', 'depth')))
 # The one marked appendix of a page that may keep typed history: from this
 # heading to the end of the page, with no verdict.
 HISTORY = '## History: typed runs, no verdicts'

@@ -337,12 +337,16 @@ def sweep_bound_verdict(sweep) -> verdicts.Verdict:
 
 
 # Where each claim's data is shown on the results page (act.md).
+_FIG6 = '#error-and-ponder-per-difficulty-fig-6'
 SECTIONS = (
-    ('parity, 64 bits', '[main command](#parity-the-main-command-from-records)'),
-    ('parity: mean sequence error below', '[τ sweep](#the-time-penalty-τ-figs-4-6)'),
+    ('parity, 64 bits',
+     '[main command](#parity-the-main-command-from-records)'),
+    ('parity: mean sequence error below',
+     '[τ sweep](#the-time-penalty-τ-figs-4-6)'),
     ('parity: ACT against no ACT', '[without ACT](#without-act)'),
-    ('parity: ponder grows', '[Fig. 6](#error-and-ponder-per-difficulty-fig-6)'),
-    ('parity at the paper', '[flat ponder](#the-flat-ponder-runs-from-records)'),
+    ('parity: ponder grows', f'[Fig. 6]({_FIG6})'),
+    ('parity at the paper',
+     '[flat ponder](#the-flat-ponder-runs-from-records)'),
     ('logic', '[logic](#logic-sec-32)'),
     ('addition', '[addition](#addition-sec-33)'),
     ('sort', '[sort](#sort-sec-34)'),

@@ -44,6 +44,7 @@ __all__ = [
     'PER_TOKEN',
     'FIXED_EQUAL',
     'FIXED_MAX',
+    'ROUTE',
     'GATES',
     'GROWTH_SLOPE',
     'POSITION_SLOPE',
@@ -72,7 +73,11 @@ PER_EXAMPLE = 'depth/logic_per_example'
 PER_TOKEN = 'depth/logic_per_token'
 FIXED_EQUAL = 'depth/logic_fixed4'
 FIXED_MAX = 'depth/logic_fixed12'
-_ADAPTIVE = (PER_EXAMPLE, PER_TOKEN)
+# Capacity routing (Mixture-of-Recursions) at the fixed depth 4's compute:
+# MoR's capacity schedule (M - r)/M over M = 7 steps sums to a mean depth
+# of 4 before the floor of each step's top-k rounds it down.
+ROUTE = 'depth/logic_route_m7'
+_ADAPTIVE = (PER_EXAMPLE, PER_TOKEN, ROUTE)
 # The longest chain of the task (ACT Sec. 3.2: 1 to 10 gates).
 GATES = 10
 # "Depth grows with the chain": the longest chains (B = 10) take at least
@@ -89,7 +94,8 @@ GROWTH_SLOPE = 1 / (GATES - 1)
 POSITION_SLOPE = 1 / (GATES - 1)
 # The four folders in words, for a claim whose folder has no record yet.
 _NAMES = {PER_EXAMPLE: 'per example', PER_TOKEN: 'per token',
-          FIXED_EQUAL: 'fixed depth 4', FIXED_MAX: 'fixed depth 12'}
+          ROUTE: 'routing, 7 steps', FIXED_EQUAL: 'fixed depth 4',
+          FIXED_MAX: 'fixed depth 12'}
 SUMMARY_HEADER = ['claim', 'the papers', 'verdict', 'here', 'criterion']
 
 # Sources of the claims: no paper trains this task, these are the claims
@@ -143,6 +149,8 @@ def label(folder: str, runs: Sequence[Mapping[str, Any]]) -> str:
     return f'fixed depth {flags["depth"]}'
   if halting in ('per_example', 'per_token'):
     return halting.replace('_', ' ')
+  if halting == 'route':
+    return f'routing, {flags.get("max_depth")} steps'
   return _NAMES.get(folder, folder.removeprefix(PREFIX).replace('_', ' '))
 
 

@@ -238,10 +238,11 @@ PAPER_EUROPARL = ('VCRNN, guided or learned, below an RNN\'s bpc at each '
 
 SUMMARY_HEADER = ['claim', 'the paper', 'here', 'verdict', 'criterion']
 # Where each claim's data is shown on the results page (vc.md).
+_THREE_SEEDS = '#character-ptb-and-music-three-seeds-from-records'
 SECTIONS = (
-    ('a VCRNN reaches', '[PTB](#character-ptb-and-music-three-seeds-from-records)'),
-    ('VCRNN-256', '[PTB](#character-ptb-and-music-three-seeds-from-records)'),
-    ('with the word', '[PTB](#character-ptb-and-music-three-seeds-from-records)'),
+    ('a VCRNN reaches', f'[PTB]({_THREE_SEEDS})'),
+    ('VCRNN-256', f'[PTB]({_THREE_SEEDS})'),
+    ('with the word', f'[PTB]({_THREE_SEEDS})'),
     ('more computation at word boundaries (learned)',
      '[PTB](#character-ptb-and-music-three-seeds-from-records)'),
     ('the largest updates',
