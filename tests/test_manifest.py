@@ -28,6 +28,8 @@ def test_capture_reads_the_run_not_the_recorder(tmp_path):
       'ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb')
   assert line['device']['platform'] == 'cpu'
   assert set(line['cpu']['isa']) <= set(manifest.ISA_FLAGS)
+  # The load averages as the run starts (Linux reports them).
+  assert len(line['load']) == 3 and all(x >= 0 for x in line['load'])
   json.dumps(line, allow_nan=False)
   assert manifest.problems([line]) == [
       'start 1 of 1 ran outside a git tree (no commit)']

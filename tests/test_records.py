@@ -640,3 +640,21 @@ def test_act_paper_learning_rate_runs_are_judged_per_tau():
   rows = [line for line in summary.splitlines()
           if line.startswith('| parity at the paper')]
   assert len(rows) == 2 and all('[flat ponder]' in row for row in rows)
+
+
+def test_act_runtime_says_whether_the_runs_ran_alone():
+  from experiments.reports.act import results as act_results
+
+  def run(*loads):
+    r = _act_record(0, 0.01)
+    r['machine'] = {'name': 'CPU-2'}
+    r['starts'] = [{'load': [x, x, x]} for x in loads]
+    return r
+  assert act_results._machine_load_text([run(0.1), run(0.2, 0.3)]) == (
+      'CPU-2, each run alone (load at every start below 0.5)')
+  assert 'beside other jobs (load at the start up to 3.2)' in (
+      act_results._machine_load_text([run(0.1), run(3.2)]))
+  old = _act_record(1, 0.01)
+  old['machine'] = {'name': 'CPU-2'}
+  assert 'the load at the start was not recorded' in (
+      act_results._machine_load_text([run(0.1), old]))

@@ -22,6 +22,10 @@ key           what
               the code XLA emits (:data:`ISA_FLAGS` found in ``/proc/cpuinfo``)
 ``env``       the environment variables that change XLA's code or JAX's
               numerics (:data:`ENV_KEYS`), where set
+``load``      the machine's load averages over 1, 5 and 15 minutes as the
+              run starts (what else was running: a run that started at a
+              load near 0 ran alone, as far as its start can tell; None
+              where the system does not report it)
 ``data``      per data file the run reads: its path and sha256
 ``flags``     every flag value of the binary at that start, by name (the
               binaries add it; :func:`vcrnn_jax.papers.runs.load_run`
@@ -59,6 +63,7 @@ __all__ = [
     'data_digests',
     'cpu_info',
     'device_info',
+    'load_average',
     'package_versions',
     'tree_commit',
     'source_tree',
@@ -214,7 +219,16 @@ def capture(argv: Sequence[str], *, module: str, tree: PathLike,
           'commit': commit, 'dirty': dirty,
           'versions': dict(versions or package_versions()),
           'device': device_info(), 'cpu': cpu_info(), 'env': env,
-          'data': data_digests(data_paths)}
+          'load': load_average(), 'data': data_digests(data_paths)}
+
+
+def load_average() -> list[float] | None:
+  """The load averages over 1, 5 and 15 minutes, rounded; None where the
+  system does not report them."""
+  try:
+    return [round(x, 2) for x in os.getloadavg()]
+  except (AttributeError, OSError):
+    return None
 
 
 def append(workdir: PathLike, line: Mapping[str, Any]) -> pathlib.Path:

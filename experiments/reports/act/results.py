@@ -198,8 +198,7 @@ def main_command_text(main: Sequence[Mapping[str, Any]],
       f'({verdict.criterion}).')
   if walls:
     text += (f' Training took {min(walls):.0f}-{max(walls):.0f} s a seed '
-             '(compilation included) on a machine shared with other jobs, '
-             'so these are upper bounds.')
+             f'(compilation included) on {_machine_load_text(main)}.')
   if no_act:
     text += (f' The same network without ACT (`--act=false`, '
              f'{_steps_k(no_act)} steps, {records.seeds_text(no_act)}) stays '
@@ -352,6 +351,30 @@ SECTIONS = (
     ('sort', '[sort](#sort-sec-34)'),
     ('Wikipedia', '[Wikipedia](#wikipedia-sec-35)'),
 )
+
+
+# Below this 1-minute load average at its start, a run on CPU-2 had the
+# machine to itself (the run itself has not loaded it yet).
+ALONE_LOAD = 0.5
+
+
+def _machine_load_text(runs) -> str:
+  """On what machine the runs trained and whether they ran alone, from
+  the load average each start recorded (``load`` in its manifest); runs
+  recorded before the manifests kept it were made beside other jobs."""
+  names = sorted({r.get('machine', {}).get('name', '?') for r in runs})
+  machine = ' / '.join(names)
+  loads = [s['load'][0] for r in runs for s in r.get('starts', [])
+           if s.get('load')]
+  known = sum(1 for r in runs if r.get('starts') and all(
+      s.get('load') for s in r['starts']))
+  if known < len(runs):
+    return (f'{machine}, shared with other jobs (the load at the start was '
+            'not recorded), so these are upper bounds')
+  if max(loads) < ALONE_LOAD:
+    return f'{machine}, each run alone (load at every start below {ALONE_LOAD})'
+  return (f'{machine}, beside other jobs (load at the start up to '
+          f'{max(loads):.1f}), so these are upper bounds')
 
 
 def summary_text(main: Sequence[Mapping[str, Any]],
