@@ -100,6 +100,31 @@ def test_paired_rates_stay_inside_minus_one_and_one():
   assert -100 <= float(lo.rstrip('%')) and float(hi.rstrip('%')) <= 100
 
 
+def test_equivalent_reads_a_margin_both_ways():
+  # Accuracies within a point of each other on every seed: holds; a
+  # point and a half apart on every seed: does not hold, either way round.
+  a, b = [0.990, 0.992, 0.991], [0.993, 0.994, 0.995]
+  v = verdicts.equivalent(a, b, 0.01, claim='a as accurate as b',
+                          bounds=(0.0, 1.0))
+  assert v.label == 'holds' and 'margin ±0.01' in v.evidence
+  far = [x - 0.015 for x in b]
+  assert verdicts.equivalent(far, b, 0.01, claim='x').label == (
+      'does not hold')
+  assert verdicts.equivalent(b, far, 0.01, claim='x').label == (
+      'does not hold')
+  # A difference whose interval reaches across the margin: within noise.
+  v = verdicts.equivalent([0.96, 0.99, 0.97], [0.99, 0.99, 0.99], 0.01,
+                          claim='x')
+  assert v.label == 'within noise' and 'smallest effect' in v.evidence
+  # A difference of rates stays inside [-1, 1].
+  v = verdicts.equivalent([0.0, 0.9, 0.0], [0.9, 0.0, 0.95], 0.01,
+                          claim='x', fmt=verdicts.pct)
+  lo, hi = v.evidence.split('CI ')[1].split(';')[0].split(' to ')
+  assert -100 <= float(lo.rstrip('%')) and float(hi.rstrip('%')) <= 100
+  assert verdicts.equivalent([1.0], [1.0], 0.01, claim='x').label == (
+      'undecided')
+
+
 def test_withheld_keeps_the_criterion_and_says_why():
   v = verdicts.paired([1.0, 1.1, 0.9], [1.5, 1.6, 1.45], claim='a beats b')
   w = verdicts.withheld(v, 'trained for different lengths')

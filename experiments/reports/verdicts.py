@@ -60,6 +60,7 @@ __all__ = [
     'above',
     'paired',
     'exceeds',
+    'equivalent',
     'order',
     'claims_table',
     'not_recorded',
@@ -390,6 +391,39 @@ def exceeds(values: Sequence[float], *, claim: str, fmt: Format = _g,
                  f'{over} of {len(xs)} seeds above {fmt(minimum)}; '
                  + mean_interval_text(xs, fmt, bounds)
                  + _noise(label, xs, fmt))
+
+
+def equivalent(a: Sequence[float], b: Sequence[float], margin: float, *,
+               claim: str, fmt: Format = _g, bounds: Bounds = None
+               ) -> Verdict:
+  """The claim that ``a`` is as good as ``b`` ("as accurate as",
+  "matches"), within ``margin``, paired by seed (``a[i]`` and ``b[i]``
+  share a seed).
+
+  holds: n >= 3 and the 95% interval of the paired difference ``a - b``
+  lies inside ``(-margin, margin)``; does not hold: it lies wholly beyond
+  ``margin`` on one side; within noise: it reaches across ``-margin`` or
+  ``margin``. A difference of two rates (``fmt`` :func:`pct`, or
+  ``bounds`` (0, 1)) stays inside [-1, 1].
+  """
+  m = fmt(margin)
+  criterion = (f'{claim}, paired by seed, within a margin of {m}: holds '
+               f'when over n ≥ {MIN_SEEDS} seeds the 95% interval of the '
+               f'paired difference lies inside ±{m}; does not hold when it '
+               f'lies wholly above {m} or wholly below -{m}; within noise '
+               'when it reaches across either end of the margin')
+  pairs = [(x, y) for x, y in zip(a, b) if x is not None and y is not None]
+  if len(pairs) < MIN_SEEDS:
+    return _undecided(criterion, len(pairs))
+  diffs = [x - y for x, y in pairs]
+  rate = _rate_bounds(fmt, bounds) is not None
+  mean, lo, hi, n = interval(diffs, (-1.0, 1.0) if rate else None)
+  label = ('holds' if -margin < lo and hi < margin else 'does not hold'
+           if lo > margin or hi < -margin else 'within noise')
+  evidence = (f'mean difference {fmt(mean)} (95% CI {fmt(lo)} to '
+              f'{fmt(hi)}; n = {n}), margin ±{m}'
+              + _noise(label, diffs, fmt))
+  return Verdict(label, criterion, evidence)
 
 
 def order(groups: Sequence[tuple[str, Sequence[float]]], *, what: str,
