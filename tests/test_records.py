@@ -347,7 +347,8 @@ def test_act_tau_sweep_pools_by_tau_and_decides_each_claim(tmp_path):
         for d in (1, 32, 64)]}
     return r
   groups = {
-      act_results.MAIN: [run(s, 0.01, 0.01 + s / 1000, 0.0) for s in range(3)],
+      act_results.MAIN: [run(s, 0.01, 0.01 + s / 1000, 0.002)
+                         for s in range(3)],
       'act/parity_tau1e-3': [run(s, 1e-3, 0.02, 0.05) for s in range(3)],
       'act/parity_tau1e-1': [run(s, 0.1, 0.3, 0.0) for s in range(2)],
       act_results.NO_ACT: [run(0, 0.01, 0.45, 0.0)]}
@@ -360,12 +361,15 @@ def test_act_tau_sweep_pools_by_tau_and_decides_each_claim(tmp_path):
   # The bound is judged at tau <= 0.03 only; growth at every tau.
   assert 'τ = 0.1: error below' not in text
   assert '| τ = 0.001: error below 5% | Fig. 4 | **holds**' in text
-  assert ('| τ = 0.001: ponder grows with difficulty | Fig. 6 | '
-          '**holds**') in text
-  assert ('| τ = 0.01: ponder grows with difficulty | Fig. 6 | '
-          '**does not hold**') in text
-  assert ('| τ = 0.1: ponder grows with difficulty | Fig. 6 | '
-          '**undecided**') in text
+  grows = '| τ = {}: ponder grows by more than one step across 1-64 bits | '
+  assert grows.format('0.001') + 'Fig. 6 | **holds**' in text
+  assert grows.format('0.01') + 'Fig. 6 | **does not hold**' in text
+  assert grows.format('0.1') + 'Fig. 6 | **undecided**' in text
+  # A ponder that is the same at every number of bits on every seed is an
+  # inert halting unit: not testable here.
+  flat = [run(s, 0.01, 0.01, 0.0) for s in range(3)]
+  v = act_results._growth_verdict(flat)
+  assert v.label == 'not testable here' and 'inert' in v.evidence
   # Fig. 5: ponder falls as tau rises, judged once every tau has 3 seeds.
   assert ('| the lower τ, the longer the ponder | Fig. 5, right | '
           '**undecided**') in text
@@ -391,17 +395,17 @@ def test_act_tau_sweep_pools_by_tau_and_decides_each_claim(tmp_path):
   # 0.01 here, whose slopes (0.05 against 0) are in the paper's order.
   assert ('| the lower τ, the steeper the growth of ponder with difficulty '
           '| Fig. 6 | **holds** | τ = 0.001 0.0500 ± 0.0000 > '
-          'τ = 0.01 0.0000 ± 0.0000 |') in text
+          'τ = 0.01 0.0020 ± 0.0000 |') in text
   assert 'τ = 0.1 0.0000' not in text.split('steeper')[1]
   # Fig. 6 is judged over the seeds that solve parity only: a failing
   # seed's slope does not count, and with fewer than 3 solving seeds the
   # claim is not testable here.
-  failing = [run(0, 3e-3, 0.02, 0.0), run(1, 3e-3, 0.02, 0.0),
+  failing = [run(0, 3e-3, 0.02, 0.002), run(1, 3e-3, 0.02, 0.002),
              run(2, 3e-3, 0.4, 0.5)]
   v = act_results._growth_verdict(failing)
   assert v.label == 'not testable here'
   assert v.evidence.startswith('2 of 3 seeds solve parity')
-  v = act_results._growth_verdict(failing[:2] + [run(2, 3e-3, 0.01, 0.0)])
+  v = act_results._growth_verdict(failing[:2] + [run(2, 3e-3, 0.01, 0.002)])
   assert v.label == 'does not hold' and v.evidence.startswith(
       '3 of 3 seeds solve')
   outs = {o.path: o for o in act_results.outputs(groups)}
@@ -444,8 +448,8 @@ def test_act_sweep_bound_is_decided_over_every_tau_up_to_0_03():
   short = [(1e-3, runs(1e-3, low[:1])), (0.01, runs(0.01, low))]
   assert act_results.sweep_bound_verdict(short).label == 'undecided'
   text = act_results.summary_text(runs(0.01, low), [], sweep=sweep)
-  assert ('every $\\tau \\le 0.03$ of the sweep | Fig. 4 | '
-          '**holds**') in text
+  assert ('every $\\tau \\le 0.03$ of the sweep, at 300k updates on one '
+          'worker | Fig. 4 | **holds**') in text
   assert 'of the sweep' not in act_results.summary_text(
       runs(0.01, low), [], sweep=sweep[1:2])
 
@@ -493,7 +497,7 @@ def test_act_headline_and_summary_show_what_the_cpu_moves():
   assert 'seeds 0, 1 end at 5.0% / 1.2% instead of 1.0% / 1.2%' in text
   same = [_act_record(0, 0.01), _act_record(1, 0.012)]
   text = act_results.main_command_text(main, [], None, same)
-  assert 'changed nothing: seeds 0, 1 give every evaluation' in text
+  assert 'changed nothing: seeds 0, 1 at commit' in text
   row = act_results.twin_row('x', 'AVX2 against AVX-512', avx2, main)
   assert len(row) == 2     # no verdict: not a claim of the paper
   assert 'final error 5.0% against 1.0% / 1.2% against 1.2%' in row[1]
@@ -546,7 +550,8 @@ def test_act_task_claims_pair_act_with_no_act_and_replace_the_summary_row(
           'better on 3 of 3 seeds') in text
   assert 'τ = 0.01: ACT improves the error' in text and (
       '**within noise** | better on 2 of 3 seeds') in text
-  assert ('τ = 0.001: ponder grows with the digits per number' in text
+  assert ('τ = 0.001: ponder grows by more than one step across the digits '
+          'per number' in text
           and '**holds**' in text)
   # The growth is read over what a run solves: ponder that rises while the
   # network solves and falls where it fails at chance still grows.

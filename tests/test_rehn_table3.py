@@ -127,14 +127,14 @@ def test_gate_arms_parse_and_sit_beside_the_elastic_folder():
   assert '6.00 → 7.00 → 7.50' in text and '8.00 → 8.00 → 8.00' in text
   labels = {claim: v.label for claim, _, _, v in table3.gate_rows(groups)}
   assert labels == {
-      'Table 3: EI-REHN\'s gate ends steps early at $R_{max}$ = 8, '
-      '$D_h = 100$': 'holds',
+      'Table 3: EI-REHN\'s gate ends steps early (by at least 0.5 of a '
+      'micro-layer on average) at $R_{max}$ = 8, $D_h = 100$': 'holds',
       'Table 3: the elastic gate below the gate held open at $R_{max}$ = 8, '
       '$D_h = 100$': 'holds'}
   # A gate that realizes its bound on every seed does not end steps early.
   groups['rehn/ptb100_ei_rehn_r8'] = _arm_runs([300, 302, 301], [8.0] * 3)
   early = table3.gate_rows(groups)[0][3]
-  assert early.label == 'within noise'
+  assert early.label == 'does not hold'
   assert table3.gate_table({}) == 'No record of a gate arm yet.\n'
 
 

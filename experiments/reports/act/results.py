@@ -123,11 +123,11 @@ UNRECORDED = (
      'without ACT are in the logic table below; a typed single run with ACT '
      'is in the history appendix)'),
     ('addition: ACT improves the error', 'Sec. 3.3, Fig. 12',
-     'typed single runs at a reduced size (history appendix)'),
+     'typed single runs at a reduced size (the notebook\'s history)'),
     ('sort: ACT improves the error', 'Sec. 3.4, Fig. 17',
-     'typed single runs at a reduced size (history appendix)'),
+     'typed single runs at a reduced size (the notebook\'s history)'),
     ('Wikipedia: ponder tracks the text\'s structure', 'Sec. 3.5',
-     'no enwik8 run'),
+     'no record of the planned act/wikipedia_* runs yet'),
 )
 DIFFICULTY_BINS = ((1, 8), (9, 16), (17, 24), (25, 32), (33, 40), (41, 48),
                    (49, 56), (57, 64))
@@ -232,11 +232,13 @@ def _isa_sentence(avx2, main) -> str:
   the records, whether any evaluation moved."""
   ours, base = _paired_by_seed(avx2, main, lambda r: r)
   seeds = ', '.join(str(r['seed']) for r in ours)
+  commit = ours[0]['commit'][:7] if ours else '?'
   moved = [x for x, y in zip(ours, base) if _first_diverging(x, y)]
   if not moved:
     return (f'Limiting XLA\'s code to AVX2 on the same machine '
             f'(`XLA_FLAGS=--xla_cpu_max_isa=AVX2`) changed nothing: seeds '
-            f'{seeds} give every evaluation to the digits recorded (the cap '
+            f'{seeds} at commit {commit}, run both ways, give every '
+            'evaluation to the digits recorded (the cap '
             'governs the code XLA generates, not the library kernels it '
             'calls; docs/results/act.md).')
   return (f'A seed\'s end point depends on the instruction set: with XLA '
@@ -296,8 +298,12 @@ def _growth_verdict(runs) -> verdicts.Verdict:
   if len(runs) >= verdicts.MIN_SEEDS and len(slopes) < verdicts.MIN_SEEDS:
     return verdicts.not_testable(
         v.criterion, f'{len(good)} of {len(runs)} seeds solve parity, '
-        f'{len(slopes)} with a difficulty report: fewer than '
-        f'{verdicts.MIN_SEEDS}')
+        f'{len(slopes)} of them over two or more numbers of bits: fewer '
+        f'than {verdicts.MIN_SEEDS}')
+  if len(runs) >= verdicts.MIN_SEEDS and task_claims.inert(runs):
+    return verdicts.not_testable(
+        v.criterion, 'the ponder is the same at every number of bits on '
+        'every seed: the halting unit is inert at this τ')
   return v._replace(evidence=f'{len(good)} of {len(runs)} seeds solve; '
                     + v.evidence)
 
@@ -401,7 +407,8 @@ def summary_text(main: Sequence[Mapping[str, Any]],
                '$\\tau \\le 0.03$ (Fig. 4)', *v.cells()])
   if len(sweep) > 1:
     rows.append([f'parity: mean sequence error below {_pct(PAPER_ERROR, 0)} '
-                 f'at every $\\tau \\le 0.03$ of the sweep', 'Fig. 4',
+                 f'at every $\\tau \\le 0.03$ of the sweep, at '
+                 f'{_steps_k(main)} updates on one worker', 'Fig. 4',
                  *sweep_bound_verdict(sweep).cells()])
   if no_act:
     a, b = _paired_by_seed(main, no_act, lambda r: r['final'][
@@ -412,12 +419,14 @@ def summary_text(main: Sequence[Mapping[str, Any]],
                  f'without ACT "almost {_pct(PAPER_NO_ACT, 0)}" (Sec. 3.1); '
                  f'here {_mean_std_pct(_errors(no_act))}', *v.cells()])
   v = _growth_verdict(main)
-  rows.append(['parity: ponder grows with difficulty at $\\tau = 0.01$',
+  rows.append(['parity: ponder grows by more than one step across 1-64 '
+               'bits at $\\tau = 0.01$',
                'grows about linearly at intermediate $\\tau$ (Fig. 6)',
                *v.cells()])
   for tau, runs in paper_lr_groups(groups or {}):
     rows.append([f'parity at the paper\'s learning rate ($10^{{-4}}$, 1M '
-                 f'updates), τ = {tau:g}: ponder grows with difficulty',
+                 f'updates), τ = {tau:g}: ponder grows by more than one step '
+                 'across 1-64 bits',
                  'grows about linearly at intermediate $\\tau$ (Fig. 6)',
                  *_growth_verdict(runs).cells()])
   twins = []
@@ -757,7 +766,8 @@ def sweep_verdicts(sweep) -> str:
                    'Fig. 4', *v.cells()])
   for tau, runs in sweep:
     v = _growth_verdict(runs)
-    rows.append([f'τ = {tau:g}: ponder grows with difficulty', 'Fig. 6',
+    rows.append([f'τ = {tau:g}: ponder grows by more than one step across '
+                 '1-64 bits', 'Fig. 6',
                  *v.cells()])
   if len(sweep) > 1:
     v = verdicts.order(

@@ -31,6 +31,8 @@ __all__ = [
     'LOGIC_ZERO',
     'LOGIC_TAU',
     'ponder_slope',
+    'INERT_PONDER',
+    'inert',
     'settings',
     'task_table',
     'task_verdicts',
@@ -220,16 +222,58 @@ def _paired(act_runs, no_act_runs):
   return [_error(r) for r in shared], [by_seed[r['seed']] for r in shared]
 
 
+# Ponder that moves less than this across a run's difficulty report is
+# flat: the halting unit stops at the same step for every input.
+INERT_PONDER = 0.05
+
+
+def inert(runs) -> bool:
+  """Whether every run's ponder is the same (within
+  :data:`INERT_PONDER`) at every difficulty of its report: a halting unit
+  that does not respond to the input cannot show growth."""
+  spans = []
+  for run in runs:
+    ponders = [d['ponder'] for d in _difficulty_rows(run)
+               if d.get('ponder') is not None]
+    if not ponders:
+      return False
+    spans.append(max(ponders) - min(ponders))
+  return bool(spans) and max(spans) < INERT_PONDER
+
+
+# A slope of ponder needs this many solved difficulties: through two
+# points any two ponders make a slope.
+MIN_SOLVED = 3
+
+
+def _solved(run) -> int:
+  return sum(d['sequence_error'] < SOLVED_ERROR
+             for d in _difficulty_rows(run))
+
+
 def _growth(runs, task: Task) -> verdicts.Verdict:
-  slopes = [s for s in map(_solved_slope, runs) if s is not None]
+  slopes = [_solved_slope(r) for r in runs if _solved(r) >= MIN_SOLVED]
   spans = [s for s in map(_span, runs) if s]
   minimum = 1 / max(spans) if spans else 0.0
-  return verdicts.exceeds(
+  v = verdicts.exceeds(
       slopes, claim=f'ponder grows with the {task.difficulty} (least-squares '
       f'slope over the {task.difficulty} the run solves, below '
-      f'{_pct(SOLVED_ERROR)} error each, in its difficulty report; above one '
-      'step across the report\'s range)', minimum=minimum,
+      f'{_pct(SOLVED_ERROR)} error each, in its difficulty report, over the '
+      f'seeds that solve {MIN_SOLVED} or more; above one step across the '
+      'report\'s range)', minimum=minimum,
       fmt=lambda x: f'{x:.3f}')
+  if len(runs) < verdicts.MIN_SEEDS:
+    return v
+  if inert(runs):
+    return verdicts.not_testable(
+        v.criterion, f'the ponder is the same at every {task.difficulty} on '
+        'every seed: the halting unit is inert at this τ')
+  if len(slopes) < verdicts.MIN_SEEDS:
+    return verdicts.not_testable(
+        v.criterion, f'{len(slopes)} of {len(runs)} seeds solve '
+        f'{MIN_SOLVED} or more {task.difficulty}, the least a slope needs: '
+        f'fewer than {verdicts.MIN_SEEDS}')
+  return v
 
 
 def _rows(task: Task, size: tuple, by_setting,
@@ -254,8 +298,9 @@ def _rows(task: Task, size: tuple, by_setting,
                    f'({where})', task.section, *v.cells()])
   for tau, runs in _ordered(by_setting) if growth else ():
     if tau is not None and any(_difficulty_rows(r) for r in runs):
-      rows.append([f'{task.name}, τ = {tau:g}: ponder grows with the '
-                   f'{task.difficulty} ({where})', task.difficulty_figure,
+      rows.append([f'{task.name}, τ = {tau:g}: ponder grows by more than one '
+                   f'step across the {task.difficulty} ({where})',
+                   task.difficulty_figure,
                    *_growth(runs, task).cells()])
   return rows
 

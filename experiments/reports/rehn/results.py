@@ -333,7 +333,10 @@ def _by_seed(runs, value: Callable[[Mapping[str, Any]], float]) -> dict:
 def _here(values: Sequence[float], fmt) -> str:
   """The mean with its 95% interval and n, or that nothing was recorded."""
   xs = [v for v in values if v is not None]
-  return verdicts.mean_interval_text(xs, fmt) if xs else 'no record'
+  # An MSE is positive: its interval is taken on the log scale.
+  bounds = verdicts.POSITIVE if fmt is _mse and all(x > 0 for x in xs) else None
+  return (verdicts.mean_interval_text(xs, fmt, bounds) if xs
+          else 'no record')
 
 
 def _mse_e3(run) -> float | None:

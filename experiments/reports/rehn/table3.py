@@ -51,6 +51,9 @@ _NAMES = {'rhn': 'RHN', 'ei_rehn': 'EI-REHN'}
 _ARM = re.compile(r'^rehn/ptb(?P<width>\d+)_ei_rehn_r(?P<depth>\d+)'
                   r'_(?P<arm>open|alpha[0-9.]+)$')
 ELASTIC = 'elastic'
+# How far below R_max the mean realized depth must be for the gate to end
+# steps early (in micro-layers per step).
+EARLY_MARGIN = 0.5
 _ARM_NAMES = {ELASTIC: 'elastic gate (the paper\'s)',
               'open': 'gate held open (`--gate=open`)'}
 
@@ -138,10 +141,14 @@ def gate_rows(groups) -> list[tuple]:
   for (width, depth), found in arms(groups).items():
     elastic = found.get(ELASTIC, [])
     real = [records.value(r, 'results.test.depth') for r in elastic]
-    v = verdicts.below([x for x in real if x is not None], depth,
+    # A gate that cuts a few hundredths of a step is not one that ends
+    # steps early: the claim needs half a step below R_max on average.
+    v = verdicts.below([x for x in real if x is not None],
+                       depth - EARLY_MARGIN,
                        what='realized depth on the test split',
-                       fmt=lambda x: f'{x:.2f}')
-    out.append((f'Table 3: EI-REHN\'s gate ends steps early at '
+                       fmt=lambda x: f'{x:.2f}', bounds=(1.0, float(depth)))
+    out.append((f'Table 3: EI-REHN\'s gate ends steps early (by at least '
+                f'{EARLY_MARGIN} of a micro-layer on average) at '
                 f'$R_{{max}}$ = {depth}, $D_h = {width}$',
                 'elastic depth: each step stops at its bound (Eq. 15, '
                 'Sec. 3.2)', None, v))
