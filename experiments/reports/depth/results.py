@@ -264,8 +264,26 @@ def _growth_row(runs) -> list[str]:
       'difficulty report, applications per gate; the minimum is one more '
       'application from B = 1 to 10)', minimum=GROWTH_SLOPE, fmt=_slope_fmt)
   return [claim, source, v.cell,
-          _ends_text(runs) + _slopes_text(slopes) + v.evidence,
-          v.criterion]
+          _ends_text(runs) + _slopes_text(slopes) + _inert_text(runs)
+          + v.evidence, v.criterion]
+
+
+# A per-example depth that moves less than this across the chain lengths
+# is the same for every input: that seed's halting unit is inert.
+INERT_DEPTH = 0.05
+
+
+def _inert_text(runs) -> str:
+  """``'seed 1 inert (the same depth at every B); '`` for the seeds whose
+  halting unit gives every chain length the same depth."""
+  inert = [r['seed'] for r in runs if difficulty_rows(r) and (
+      max(d['depth'] for d in difficulty_rows(r))
+      - min(d['depth'] for d in difficulty_rows(r)) < INERT_DEPTH)]
+  if not inert:
+    return ''
+  return ('seed' + ('s ' if len(inert) > 1 else ' ')
+          + ', '.join(map(str, inert)) + ' inert (the same depth at every '
+          'B); ')
 
 
 def _slopes_text(slopes: Sequence[float]) -> str:
