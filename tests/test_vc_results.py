@@ -184,3 +184,29 @@ def test_overflow_table_reads_the_run_past_the_sharpness_of_one():
           '2.100 (step 1,500) | 1.900 | 812.5 | 3 | 0.520 |') in text
   assert 'Not verified' in text
   assert results.overflow_table({}) == 'No record yet.\n'
+
+
+def test_class_means_rates_and_their_differences_stay_in_their_range():
+  groups = _ptb(elman=[1.9] * 3, vc=[1.9] * 3)
+  runs = groups['vc/ptb_vcrnn256']
+  for run, (b, i) in zip(runs, [(0.99, 0.1), (0.05, 0.9), (0.9, 0.2)]):
+    run['results']['analysis'] = {
+        k: _classes(_symbol(b, i)) for k in run['results']['analysis']}
+  for row in _ptb_rows(groups)[4:6]:
+    ends = [float(x) for part in row[2].split('95% CI ')[1:]
+            for x in part.split(';')[0].split(' to ')]
+    class_ends, diff_ends = ends[:4], ends[4:]
+    assert all(0 <= x <= 1 for x in class_ends), row[2]
+    assert all(-1 <= x <= 1 for x in diff_ends), row[2]
+
+
+def test_the_music_row_names_the_updates_no_elman_network_has():
+  groups = _music({'bar': 0.5, 'note': 0.9}, {'0.5': 0.7, '1': 0.9})
+  for run in groups['vc/music_vcrnn128']:
+    run['steps'] = 1500
+  elman = [dict(_run(s, rnn_d=128.0), steps=5000) for s in range(3)]
+  groups['vc/frontier_music_elman128'] = elman
+  text = results.summary(groups)
+  assert ("no Elman network on music is recorded at this row's 1,500 "
+          "updates; the frontier's Elman-128 (5,000 updates)") in text
+  assert 'no Elman network on music is recorded |' not in text

@@ -26,26 +26,43 @@ the multiplications per step themselves.
 
 The verdict compares a VC setting with the frontier of its constant
 counterpart (VCRNN with Elman, VCGRU with GRU) *at the VC run's own RNN-d*,
-seed by seed: the counterpart's held-out metric of the same seed,
-interpolated between its two nearest widths, minus the VC run's.
-:func:`experiments.reports.verdicts.exceeds` decides on those gains; a VC
+seed by seed: the counterpart's held-out metric of the same seed at that
+RNN-d, minus the VC run's. The counterpart's frontier is its *lower
+envelope* (:func:`envelope`): at each width, the best metric that seed
+reaches with at most that RNN-d, a running minimum over increasing RNN-d.
+A wider network that ends worse than a narrower one (on music, one that
+overfits its 1,600 tunes) does not raise the frontier: whoever can afford
+its computation can run the narrower one. The envelope is taken per seed,
+not on the means, because the verdict pairs each VC seed with the
+counterpart's runs of the same seed and judges the interval of those
+per-seed gains; where two widths lie within noise of each other the
+per-seed minimum picks the lower of the two, which can only lower the
+counterpart's metric and so errs against the VC claim, never for it.
+:func:`experiments.reports.verdicts.exceeds` decides on the gains; a VC
 run whose RNN-d lies outside the widths trained has no interpolated
-counterpart and does not count. The frontier is a convex, falling curve
-(each width buys less than the last), and a straight chord between two
-widths lies above such a curve: linear interpolation in RNN-d overstates
-the counterpart's metric between its widths and favours VC. So the gains
-are computed twice, interpolated linearly in RNN-d and linearly in log
-RNN-d (a convex curve through the same widths, below the chord), and the
-verdict is the one both give, or within noise when they differ
-(:func:`frontier_verdict`). The figure draws both.
+counterpart and does not count (the envelope is not extrapolated).
+Between two widths the envelope is interpolated twice, linearly in RNN-d
+and linearly in log RNN-d: if the true frontier there falls and is convex
+(each width buys less than the last), the straight chord lies above it and
+favours VC, and the log fit lies below the chord. The verdict is the one
+both fits give, or within noise when they differ (:func:`frontier_verdict`).
+Where the envelope is flat, both fits are the same. The figure draws the
+envelope of the means under both fits.
+
+A VC setting's computation is what its scheduler reached, not its target
+:math:`\bar m`: each row gives the mean :math:`m_t` beside the target, and
+the claim is judged at the RNN-d reached. A setting planned with fewer
+seeds than a verdict needs (``docs/results/plans/vc.toml``) says so in its
+row, which stays undecided.
 """
 
 from collections.abc import Mapping, Sequence
 import math
+import pathlib
 import re
 from typing import Any, NamedTuple
 
-from experiments.reports import plots, records, verdicts, verify
+from experiments.reports import plan, plots, records, verdicts, verify
 
 __all__ = [
     'FRONTIER',
@@ -55,6 +72,8 @@ __all__ = [
     'parse',
     'models',
     'FITS',
+    'fixed',
+    'envelope',
     'interpolate',
     'gains',
     'frontier_verdict',
@@ -86,9 +105,26 @@ _MODEL = re.compile(r'^(?P<cell>[a-z]+?)(?P<width>\d+)'
                     r'(?P<guided>_guided)?$')
 
 
-# The two curves through the counterpart's widths: linear in RNN-d (the
-# chord, above a convex frontier) and linear in log RNN-d (convex, below it).
+# The two curves through the counterpart's lower envelope: linear in RNN-d
+# (the chord, above a convex frontier) and linear in log RNN-d (below it).
 FITS = {False: 'linear in RNN-d', True: 'linear in log RNN-d'}
+# Where the seeds each folder is planned with are written.
+PLAN = (pathlib.Path(__file__).resolve().parents[3]
+        / 'docs/results/plans/vc.toml')
+
+
+def fixed(digits: int) -> verdicts.Format:
+  """``digits`` decimals, more where a value that is not 0 would print
+  as 0 (``-0.0002``, never ``-0.000``), so that a printed interval touches
+  0 only when it does."""
+  def fmt(x: float) -> str:
+    x = float(x) + 0.0                  # no negative zero
+    for d in range(digits, digits + 7):
+      text = f'{x:.{d}f}'
+      if x == 0 or float(text) != 0:
+        return text
+    return f'{x:.1e}'
+  return fmt
 
 
 class Model(NamedTuple):
@@ -149,6 +185,19 @@ def _test(run: Mapping[str, Any], key: str) -> float | None:
   return records.value(run, f'results.test.{key}')
 
 
+def envelope(points: Sequence[tuple[float, float]]
+             ) -> list[tuple[float, float]]:
+  """The lower envelope of ``points`` (x, y), by increasing x: at each x,
+  the lowest y of any point at or below it (a running minimum), so that a
+  wider network that ends worse than a narrower one does not raise the
+  frontier."""
+  out, best = [], math.inf
+  for x, y in sorted(points):
+    best = min(best, y)
+    out.append((x, best))
+  return out
+
+
 def interpolate(points: Sequence[tuple[float, float]], x: float,
                 log: bool = False) -> float | None:
   """The piecewise-linear curve through ``points`` (x, y) at ``x``, in
@@ -171,11 +220,11 @@ def interpolate(points: Sequence[tuple[float, float]], x: float,
 def gains(vc_runs: Sequence[Mapping[str, Any]],
           base: Mapping[Model, Sequence[Mapping[str, Any]]], metric: str,
           log: bool = False) -> dict[int, float]:
-  """Per seed: the counterpart's metric interpolated at the VC run's RNN-d
-  (from the counterpart's runs of that seed; ``log``: in log RNN-d) minus
-  the VC run's. Positive: the VC run is better at its computation. Seeds
-  whose RNN-d lies outside the counterpart's widths, or with fewer than two
-  widths, are left out."""
+  """Per seed: the counterpart's lower envelope (:func:`envelope`, from
+  its runs of that seed) interpolated at the VC run's RNN-d (``log``: in
+  log RNN-d), minus the VC run's metric. Positive: the VC run is better
+  at its computation. Seeds whose RNN-d lies outside the counterpart's
+  widths, or with fewer than two widths, are left out."""
   out = {}
   for run in vc_runs:
     seed = run['seed']
@@ -185,7 +234,7 @@ def gains(vc_runs: Sequence[Mapping[str, Any]],
     x, y = _test(run, 'rnn_d'), _test(run, metric)
     if len(points) < 2 or x is None or y is None:
       continue
-    at = interpolate(points, x, log)
+    at = interpolate(envelope(points), x, log)
     if at is not None:
       out[seed] = at - y
   return out
@@ -222,7 +271,39 @@ def frontier_table(groups, corpus: str, statuses=None) -> str:
       ['model', 'RNN-d', 'multiplications per step', 'mean m_t', what,
        'per seed', 'seeds', 'updates'], rows)
           + f'\nRNN-d and mean $m_t$ on the test split; {what} of the final '
-          'parameters. ' + records.provenance(every) + '\n\n' + status + '\n')
+          'parameters. ' + _norm_note(found) + records.provenance(every)
+          + '\n\n' + status + '\n')
+
+
+# The scheduler's share of the training gradient's norm, as the VC
+# binaries log it at the end of a run (the curves do not log it).
+_SCHEDULER_NORM = 'train_grad_norm_scheduler'
+
+
+def _finite(value) -> bool:
+  try:
+    return math.isfinite(float(value))
+  except (TypeError, ValueError):
+    return False
+
+
+def _norm_note(found: Mapping[Model, Sequence[Mapping[str, Any]]]) -> str:
+  """Which runs end with the scheduler's training gradient norm not finite
+  (logged as ``inf``), and which with it finite: only the final value is
+  recorded. Empty when no run logs it or every one is finite."""
+  finite, not_finite = [], []
+  for model, runs in found.items():
+    for run in sorted(runs, key=lambda r: r['seed']):
+      value = run.get('final', {}).get(_SCHEDULER_NORM)
+      if value is not None:
+        (finite if _finite(value) else not_finite).append(
+            f'{model.label} seed {run["seed"]}')
+  if not not_finite:
+    return ''
+  return (f'The final `{_SCHEDULER_NORM}` (only the last value is '
+          'recorded; the curves do not log it) is not finite (`inf`) for '
+          + ', '.join(not_finite)
+          + ('; finite for ' + ', '.join(finite) if finite else '') + '. ')
 
 
 def _folder(model: Model) -> str:
@@ -234,9 +315,8 @@ def _folder(model: Model) -> str:
   return f'{base}_guided' if model.guided else base
 
 
-def _fmt(corpus: str):
-  return ((lambda x: f'{x:.4f}') if corpus.startswith('ptb')
-          else (lambda x: f'{x:.3f}'))
+def _fmt(corpus: str) -> verdicts.Format:
+  return fixed(4 if corpus.startswith('ptb') else 3)
 
 
 def frontier_verdict(by_fit: Mapping[bool, Mapping[int, float]], *,
@@ -251,7 +331,9 @@ def frontier_verdict(by_fit: Mapping[bool, Mapping[int, float]], *,
   label = (labels.pop() if len(labels) == 1 else 'undecided'
            if 'undecided' in labels else 'within noise')
   first = next(iter(each.values()))
-  criterion = (first.criterion + '; judged with the counterpart '
+  criterion = (first.criterion + '; the counterpart is its lower '
+               'envelope (per seed, the best metric of any width at or '
+               'below the RNN-d: a running minimum), interpolated '
                + ' and '.join(FITS[log] for log in each) + ': the verdict '
                'both give, within noise when they differ')
   evidence = '; '.join(f'{FITS[log]}: {v.evidence}'
@@ -259,10 +341,42 @@ def frontier_verdict(by_fit: Mapping[bool, Mapping[int, float]], *,
   return verdicts.Verdict(label, criterion, evidence)
 
 
-def frontier_rows(groups, corpus: str) -> list[list[str]]:
+def planned_seeds(folder: str, path=PLAN) -> tuple[int, ...] | None:
+  """The seeds ``folder`` is planned with in the VC plan (None: not
+  planned there, or no plan file at hand)."""
+  try:
+    entries = plan.read_plan(path)
+  except (OSError, ValueError):
+    return None
+  return next((e.seeds for e in entries if e.folder == folder), None)
+
+
+def _by_design(folder: str, runs, path=PLAN) -> str:
+  """Why a setting stays undecided for good: planned with fewer seeds
+  than a verdict needs, every planned seed recorded (empty otherwise)."""
+  seeds = planned_seeds(folder, path)
+  if seeds is None or len(seeds) >= verdicts.MIN_SEEDS or not (
+      set(seeds) <= {r['seed'] for r in runs}):
+    return ''
+  n = len(seeds)
+  return (f'; planned with {"one seed" if n == 1 else f"{n} seeds"} by '
+          'design (`docs/results/plans/vc.toml`), so this row stays '
+          'undecided')
+
+
+def _target_text(model: Model, runs) -> str:
+  """Mean :math:`m_t` reached against the target the setting asked for."""
+  target = f'm̄ {model.target:g}' + (' (1 on word boundaries)'
+                                     if model.guided else '')
+  return (f'mean m_t {_ms([_test(r, "m") for r in runs], 3)} against the '
+          f'target {target}')
+
+
+def frontier_rows(groups, corpus: str, plan_path=PLAN) -> list[list[str]]:
   """One summary row (claim, the paper, here, verdict, criterion) per VC
-  setting of the corpus: its metric against its counterpart's frontier at
-  the same RNN-d."""
+  setting of the corpus: its metric against its counterpart's lower
+  envelope at the RNN-d the run reached (whatever its target: the row
+  gives the mean :math:`m_t` beside the target)."""
   found = models(groups, corpus)
   metric, what, source = CORPORA[corpus]
   fmt = _fmt(corpus)
@@ -275,7 +389,7 @@ def frontier_rows(groups, corpus: str) -> list[list[str]]:
     by_fit = {log: gains(runs, base, metric, log) for log in FITS}
     by_seed = by_fit[False]
     claim = (f'{model.label} below the {_NAMES[base_cell]} frontier in '
-             f'{what} at its RNN-d')
+             f'{what} at the RNN-d it reaches (not at its target m̄)')
     where = _GUIDE_SOURCE if model.guided else source
     verdict = frontier_verdict(
         by_fit, fmt=fmt, claim=f'{what} below the {_NAMES[base_cell]} '
@@ -285,10 +399,13 @@ def frontier_rows(groups, corpus: str) -> list[list[str]]:
     inside = (f'RNN-d {min(span):.0f}-{max(span):.0f}' if span
               else 'no record')
     here = (f'RNN-d {_ms([_test(r, "rnn_d") for r in runs], 1)}; '
+            f'{_target_text(model, runs)}; '
             f'{_ms([_test(r, metric) for r in runs], 4)}; '
             f'{len(by_seed)} of {len(runs)} seeds inside the '
             f'{_NAMES[base_cell]} frontier ({inside})')
     label, evidence, criterion = verdict.cells()
+    evidence += _by_design(f'{FRONTIER}{corpus}_{_folder(model)}', runs,
+                           plan_path)
     rows.append([f'{where}: {claim}',
                  f'lower {what} than the constant-computation network at '
                  f'as many or more operations ({where})',
@@ -309,9 +426,10 @@ def frontier_data(groups, corpus: str) -> dict:
 
 def draw_frontier(data: Mapping[str, Any], path):
   """Held-out metric against RNN-d: every seed a dot, each model's mean a
-  cross, each cell's means joined in order of computation, straight in
-  RNN-d (solid) and, for the constant cells the verdicts compare with,
-  straight in log RNN-d too (dashed: the convex fit)."""
+  cross, each cell's means joined in order of computation (solid) and, for
+  the constant cells the verdicts compare with, the lower envelope of
+  their means (:func:`envelope`) straight in RNN-d (dotted) and straight
+  in log RNN-d (dashed): the two fits of the verdicts."""
   fig = plots.new_figure((7.0, 4.5))
   ax = fig.subplots()
   colours = {'elman': 'C0', 'vcrnn': 'C1', 'gru': 'C2', 'vcgru': 'C3',
@@ -333,11 +451,13 @@ def draw_frontier(data: Mapping[str, Any], path):
     ax.plot([x for x, _ in pts], [y for _, y in pts], '-',
             color=colours.get(cell, 'C4'), label=_NAMES.get(cell, cell))
     if cell in COUNTERPART.values() and len(pts) > 1 and pts[0][0] > 0:
+      low = envelope(pts)
       xs = [pts[0][0] * (pts[-1][0] / pts[0][0]) ** (i / 64)
             for i in range(65)]
-      ax.plot(xs, [interpolate(pts, x, log=True) for x in xs], '--',
-              color=colours.get(cell, 'C4'), linewidth=1,
-              label=f'{_NAMES.get(cell, cell)}, {FITS[True]}')
+      for log, style in ((False, ':'), (True, '--')):
+        ax.plot(xs, [interpolate(low, x, log=log) for x in xs], style,
+                color=colours.get(cell, 'C4'), linewidth=1,
+                label=f'{_NAMES.get(cell, cell)} envelope, {FITS[log]}')
   ax.set_xlabel('RNN-d (equivalent Elman width; computation per step)')
   ax.set_ylabel(data['metric'])
   title = _TITLES.get(data['corpus'], data['corpus'])

@@ -268,15 +268,18 @@ SECTIONS = (
 Rows = list[list[str]]
 
 
-def _fixed(digits: int) -> verdicts.Format:
-  return lambda x: f'{x:.{digits}f}'
+_fixed = frontier.fixed
+# The range of a mean m_t and of a rate of the largest m_t (both in
+# [0, 1]), and of a difference of two of them.
+UNIT, DIFFERENCE = (0.0, 1.0), (-1.0, 1.0)
 
 
-def _interval(values, digits: int) -> str:
-  """The mean with its 95% interval and n (``-`` for no value)."""
+def _interval(values, digits: int, bounds: verdicts.Bounds = None) -> str:
+  """The mean with its 95% interval and n (``-`` for no value); ``bounds``:
+  the quantity's range (:func:`experiments.reports.verdicts.interval`)."""
   values = [v for v in values if v is not None]
-  return (verdicts.mean_interval_text(values, _fixed(digits)) if values
-          else '-')
+  return (verdicts.mean_interval_text(values, _fixed(digits), bounds)
+          if values else '-')
 
 
 def _name(model: str) -> str:
@@ -373,16 +376,18 @@ def where_row(runs, claim: str, paper: str, measure: str,
               unit: str = 'seed') -> list[str]:
   """A where-computation-goes claim: per seed (or per ``unit``: a run of
   several settings), ``high``'s value minus ``low``'s (each a name and a
-  function of a run) is positive on every one."""
+  function of a run) is positive on every one. Both values lie in [0, 1]
+  (a mean :math:`m_t`, a rate), so their intervals are a rate's and their
+  difference's lies in [-1, 1]."""
   if not runs:
     return _row(claim, paper, '', verdicts.not_recorded('no records'))
   hv = [high[1](r) for r in runs]
   lv = [low[1](r) for r in runs]
   verdict = verdicts.exceeds(
       _difference(hv, lv), claim=f'per {unit}, {measure} on {high[0]} minus '
-      f'on {low[0]}', fmt=_fixed(3))
-  measured = (f'{measure}: {high[0]} {_interval(hv, 3)}, {low[0]} '
-              f'{_interval(lv, 3)}; their difference, per {unit}:')
+      f'on {low[0]}', fmt=_fixed(3), bounds=DIFFERENCE)
+  measured = (f'{measure}: {high[0]} {_interval(hv, 3, UNIT)}, {low[0]} '
+              f'{_interval(lv, 3, UNIT)}; their difference, per {unit}:')
   return _row(claim, paper, measured, verdict)
 
 
@@ -413,8 +418,30 @@ def ptb_rows(ptb: Mapping[str, list]) -> Rows:
                              'inside word')))]
 
 
-def music_rows(music: Mapping[str, list]) -> Rows:
-  """Tables 1-2 and Sec. 5.1 on thesession's tunes."""
+def _music_elman(runs, groups) -> str:
+  """Why the music row has no Elman network to compare with: none at the
+  row's updates; the frontier's, at theirs, are judged in its own rows."""
+  steps = sorted({r['steps'] for r in runs if r.get('steps')})
+  at = f' at this row\'s {" / ".join(f"{s:,}" for s in steps)} updates'
+  elman = {m: rs for m, rs in frontier.models(groups or {}, 'music').items()
+           if m.cell == 'elman'}
+  if not elman:
+    return f'no Elman network on music is recorded{at if steps else ""}'
+  same = [m.label for m, rs in elman.items()
+          if any(r.get('steps') in steps for r in rs)]
+  if same:
+    return (f'{", ".join(same)}{at} are in the frontier\'s folders; this '
+            'row does not compare them')
+  theirs = sorted({r['steps'] for rs in elman.values() for r in rs})
+  return (f'no Elman network on music is recorded{at}; the frontier\'s '
+          f'{", ".join(m.label for m in elman)} '
+          f'({" / ".join(f"{s:,}" for s in theirs)} updates) are compared '
+          'with VCRNN-192 at their own updates in the Table 1 frontier rows')
+
+
+def music_rows(music: Mapping[str, list], groups=None) -> Rows:
+  """Tables 1-2 and Sec. 5.1 on thesession's tunes (``groups``: every
+  record, for the frontier's Elman networks on music)."""
   runs = music.get(MUSIC_VC, [])
   kind, length = 'symbol kind', 'note length'
   perplexity = [records.value(r, 'results.test.perplexity') for r in runs]
@@ -423,7 +450,7 @@ def music_rows(music: Mapping[str, list]) -> Rows:
   return [
       _row('a VCRNN predicts music better than an Elman RNN of more '
            'computation', PAPER_MUSIC, measured,
-           verdicts.not_recorded('no Elman network on music is recorded')),
+           verdicts.not_recorded(_music_elman(runs, groups))),
       where_row(runs, 'bar lines get less computation', PAPER_BAR,
                 'mean m_t', ('all other symbols',
                              lambda r: _others_mean(r, kind, ['bar'])),
@@ -526,7 +553,8 @@ def summary(groups: Mapping[str, Sequence[Mapping[str, Any]]],
   statuses = statuses or {}
   ptb, music = _experiments(groups, PTB), _experiments(groups, MUSIC)
   rows = (_marked(ptb_rows(ptb), [PTB + n for n in ptb], statuses)
-          + _marked(music_rows(music), [MUSIC + n for n in music], statuses))
+          + _marked(music_rows(music, groups), [MUSIC + n for n in music],
+                    statuses))
   for corpus in frontier.CORPORA:
     prefix = f'{frontier.FRONTIER}{corpus}_'
     rows += _marked(frontier.frontier_rows(groups, corpus),
