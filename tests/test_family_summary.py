@@ -233,11 +233,14 @@ def test_conclusions_follow_from_the_records():
   assert factors.verdict.label == 'undecided'
   assert 'needs the four variants' in factors.cells()[2]
   assert label('ACT\'s own binary') == 'within noise'
-  assert '1 of 3 seeds below 5% sequence error' in claims[next(
+  assert '1 of 3 seeds strictly below 5.00% sequence error' in claims[next(
       c for c in claims if c.startswith('ACT\'s own binary'))].here
   assert label('adding_lstm: at (nearly) full') == 'holds'
   # No records of a group: fewer than three seeds, undecided.
   assert label('PonderNet solves ACT\'s setting') == 'undecided'
+  # No two rows make the same claim.
+  texts = [c.claim for c in conclusions.conclusion_claims(_groups())]
+  assert len(texts) == len(set(texts))
   # No row of the table may break it.
   table = conclusions.conclusions(_groups())
   rows = table.split('\n\n')[0].splitlines()
@@ -354,3 +357,118 @@ def test_a_stale_folder_marks_only_the_claims_that_read_it():
     assert stale in marked[k].folders
     assert marked[k].cells()[3].endswith('*stale records*')
     assert plain[k].verdict.records == 'current'
+
+
+def _claims(groups):
+  return {c.claim: c for c in conclusions.conclusion_claims(groups)}
+
+
+def _only(claims, start):
+  (claim,) = [c for text, c in claims.items() if text.startswith(start)]
+  return claim
+
+
+def test_solved_on_every_seed_is_a_seed_level_rule():
+  # Two configurations solve on every seed, one fails on one seed: the
+  # mean over seeds would clear 0.95, the seed-level rule does not.
+  groups = {}
+  for name, accs in (('interp16_act_tau1e-3', (0.999, 0.999, 0.999)),
+                     ('interp16_act_tau1e-4', (0.999, 0.90, 0.999)),
+                     ('interp16_repeat_rho2', (0.999, 0.999, 0.999))):
+    groups[f'family/{name}'] = [
+        _record(name, s, _parity(name.split('_')[1], s, a))
+        for s, a in enumerate(accs)]
+  claims = _claims(groups)
+  row = _only(claims, 'Interpolation, 16 elements: every adaptive method')
+  assert row.verdict.label == 'does not hold'
+  assert 'seed-level rule' in row.verdict.criterion
+  assert 'not solved: interp16_act_tau1e-4 seed 1 at 0.900' in (
+      row.verdict.evidence)
+  assert _only(claims, 'ACT solves parity interpolation').verdict.label == (
+      'holds')
+
+
+def test_as_accurate_as_is_read_against_a_margin():
+  # The sampled rule half a point below the median rule on every seed:
+  # inside the margin of one point, so it holds (it is not "more accurate").
+  groups = {}
+  for name in ('interp16_pondernet_paper', 'interp16_pondernet_reverse'):
+    records_ = []
+    for s, a in enumerate((0.997, 0.996, 0.998)):
+      results = _parity('pondernet', s, a)
+      results['sample_accuracy'] = a - 0.005
+      records_.append(_record(name, s, results))
+    groups[f'family/{name}'] = records_
+  rows = [c for c in conclusions.conclusion_claims(groups)
+          if c.claim.startswith('PonderNet\'s sampled halting rule')]
+  assert [r.verdict.label for r in rows] == ['holds', 'holds']
+  assert len({r.claim for r in rows}) == 2
+  assert 'interp16_pondernet_paper: the paper\'s KL, eps stop on' in (
+      rows[0].claim)
+  assert 'within a margin of 0.01' in rows[0].verdict.criterion
+  # Every accuracy interval stays inside [0, 1].
+  for row in rows:
+    for part in row.here.split('CI ')[1:]:
+      assert float(part.split(' to ')[1].split(';')[0]) <= 1
+
+
+def _extrap(accuracy_by_name):
+  groups = {}
+  for name, accs in accuracy_by_name.items():
+    method = name.split('_')[1]
+    groups[f'family/{name}'] = []
+    for s, a in enumerate(accs):
+      results = _parity(method, s, 0.999, kl='paper')
+      results['accuracy'] = a
+      groups[f'family/{name}'].append(_record(name, s, results))
+  return groups
+
+
+def test_extrapolation_at_chance_everywhere_is_not_testable():
+  chance = {'extrap16_act_tau1e-3': (0.46, 0.50, 0.50),
+            'extrap16_pondernet_paper': (0.50, 0.49, 0.51),
+            'extrap16_pondernet_reverse': (0.49, 0.49, 0.51),
+            'extrap16_rnn': (0.50, 0.50, 0.50)}
+  claims = _claims(_extrap(chance))
+  for start in ('PonderNet extrapolates: it solves',
+                'ACT does not extrapolate',
+                'PonderNet extrapolates better than ACT (',
+                'PonderNet extrapolates better than ACT, each'):
+    verdict = _only(claims, start).verdict
+    assert verdict.label == 'not testable here', start
+    assert 'at chance' in verdict.evidence
+    assert 'extrap16_rnn 0.500' in verdict.evidence
+  # One configuration off chance: the claims are judged.
+  claims = _claims(_extrap({**chance,
+                            'extrap16_pondernet_paper': (1.0, 1.0, 1.0)}))
+  assert _only(claims, 'PonderNet extrapolates: it solves').verdict.label == (
+      'does not hold')       # the reverse KL fails on every seed
+  assert _only(claims, 'ACT does not extrapolate').verdict.label == 'holds'
+
+
+def test_act_binary_counts_a_seed_at_the_bound_as_not_below():
+  groups = {'act/parity': [
+      _record('parity', s, {}, [{'step': 90_000, 'sequence_error': e}],
+              paper='act') for s, e in enumerate((0.026, 0.05, 0.2))]}
+  row = _only(_claims(groups), 'ACT\'s own binary')
+  assert row.here.startswith('1 of 3 seeds strictly below 5.00%')
+  assert 'at it, not below: seed 1 at 5.00%' in row.here
+
+
+def test_adding_rows_keep_mse_positive_and_skip_lstm_not_testable():
+  groups = {}
+  for name, ratios in (('adding_lstm', (0.001, 0.03, 0.002)),
+                       ('adding_skip_lstm_budget1e-2', (0.5, 0.6, 0.55))):
+    groups[f'family/{name}'] = [
+        _record(name, s, {'model': 'lstm', 'seed': s, 'updates': 10,
+                          'spec': {}, 'valid': {
+                              'mse': 1e-3, 'mse_over_baseline': r,
+                              'update_fraction': 1.0}})
+        for s, r in enumerate(ratios)]
+  claims = _claims(groups)
+  lstm = _only(claims, 'adding_lstm: at (nearly) full').verdict
+  low = lstm.evidence.split('CI ')[1].split(' to ')[0]
+  assert float(low) > 0
+  skip = _only(claims, 'Skip-LSTM solves the adding task').verdict
+  assert skip.label == 'not testable here'
+  assert 'training to convergence' in skip.evidence

@@ -32,6 +32,10 @@ __all__ = [
     'SOURCES',
     'ADDING_SOLVED',
     'ACT_BINARY_STEP',
+    'ACT_BINARY_ERROR',
+    'EQUIVALENCE_MARGIN',
+    'CHANCE',
+    'CHANCE_BAND',
     'CONCLUSION_HEADER',
     'Claim',
     'PONDERNET_VARIANTS',
@@ -42,13 +46,14 @@ __all__ = [
 
 # Where each claim comes from: the papers' sections and figures (the notes
 # on them: shared/papers/family.md, act_graves2016.md), or this page's own
-# questions about the methods.
+# questions about the methods. PonderNet's halting steps growing with
+# difficulty is the page's question: the notes on Banino et al. report no
+# figure of it (their Sec. 3.1 reports which method solves which range).
 SOURCES = {
     'page': 'this page',
     'act_parity': 'Graves 2016, Sec. 3.1, Fig. 4',
     'act_ponder': 'Graves 2016, Sec. 3.1, Fig. 6',
     'pondernet_parity': 'Banino et al. 2021, Sec. 3.1',
-    'pondernet_steps': 'Banino et al. 2021, Fig. 3 (as this page cited it)',
     'pondernet_sampling': 'Banino et al. 2021, inference by sampling (P5)',
     'pondernet_prior': 'Banino et al. 2021, the geometric prior '
                        'p_G(n) = lambda_p (1 - lambda_p)^(n-1), mean '
@@ -61,8 +66,24 @@ SOURCES = {
 # in the adding task's unit. The notes on Skip-RNN give no threshold.
 ADDING_SOLVED = 0.05
 # ACT's own binary (docs/results/records/act/parity): the step at which a
-# single typed run (the history appendix) passed 95% accuracy.
+# single typed run (the history appendix) passed 95% accuracy, and the
+# sequence error a seed must be strictly below there. Written out, not
+# ``1 - SOLVED``: that is 0.05000000000000004 in floating point, which
+# would count a seed at exactly 5% as below it.
 ACT_BINARY_STEP = 90_000
+ACT_BINARY_ERROR = 0.05
+# "As accurate as", "matches": the paired difference of accuracies within
+# this margin (one accuracy point), :func:`verdicts.equivalent`.
+EQUIVALENCE_MARGIN = 0.01
+# Parity's chance accuracy, and how near it a configuration's mean accuracy
+# on a range must be to count as at chance there. When every configuration
+# of a setup, the plain RNN and Repeat-RNN included, is at chance on the
+# test range, no claim about extrapolation is testable in that setup.
+CHANCE = 0.5
+CHANCE_BAND = 0.05
+CHANCE_RULE = ('; not testable here when every configuration of the setup '
+               'is at chance on the test range (its mean accuracy over all '
+               f'its seeds within {CHANCE_BAND:g} of {CHANCE:g})')
 CONCLUSION_HEADER = ('claim', 'source', 'here', 'verdict', 'criterion')
 
 
@@ -117,42 +138,114 @@ def _state(record: Mapping, key: str) -> str:
                 eval_vectors(record))
 
 
-def _wilson_end(record: Mapping, key: str, low: bool) -> float | None:
+def _seed_text(name: str, record: Mapping, key: str) -> str:
+  """``'name seed 1 at 0.906 (Wilson 0.900 to 0.912)'``: one seed's
+  accuracy on the range ``key`` scores, with its Wilson 95% interval."""
   accuracy = records.value(record, f'results.{key}')
+  seed = f'{name} seed {record.get("seed")}'
   if accuracy is None:
-    return None
+    return f'{seed} (no accuracy recorded)'
   vectors = eval_vectors(record)
-  ends = verdicts.wilson_interval(round(accuracy * vectors), vectors)
-  return ends[0] if low else ends[1]
+  lo, hi = verdicts.wilson_interval(round(accuracy * vectors), vectors)
+  return f'{seed} at {accuracy:.3f} (Wilson {lo:.3f} to {hi:.3f})'
+
+
+def _every_seed(seeds: Sequence[tuple[str, Mapping]], key: str,
+                want: bool) -> verdicts.Verdict:
+  """A seed-level rule: every seed of ``seeds`` (``(name, record)``
+  pairs) solved (``want``) or failed to solve the range ``key`` scores,
+  each by the Wilson rule of :func:`solved`.
+
+  holds: n >= 3 seeds, each in the wanted state; does not hold: some seed
+  is in the other (a seed that fails, or one that solves); within noise:
+  none is, but some seed is undecided. Not a mean over seeds: one seed
+  that fails decides it."""
+  goal, other = ('solved', 'not solved') if want else ('not solved',
+                                                       'solved')
+  wilson = 'the Wilson 95% interval of its accuracy on the held-out vectors'
+  first, second = ((f'the lower end of {wilson} above', 'the upper end below')
+                   if want else (f'the upper end of {wilson} below',
+                                 'the lower end above'))
+  criterion = (
+      f'{"solved on every seed" if want else "solved on no seed"}, a '
+      'seed-level rule (not a mean over seeds): holds when each of n ≥ '
+      f'{verdicts.MIN_SEEDS} seeds {"solves" if want else "fails"} the '
+      f'range ({first} {SOLVED:g}); does not hold when some seed '
+      f'{"fails" if want else "solves"} it ({second} {SOLVED:g}); within '
+      f'noise when none does but some seed\'s interval holds {SOLVED:g}')
+  states = [(_state(r, key), name, r) for name, r in seeds]
+  if len(states) < verdicts.MIN_SEEDS:
+    return verdicts.Verdict('undecided', criterion, f'{len(states)} seeds: '
+                            f'fewer than {verdicts.MIN_SEEDS}')
+  counts = {k: [_seed_text(n, r, key) for s, n, r in states if s == k]
+            for k in (goal, 'undecided', other)}
+  label = ('holds' if len(counts[goal]) == len(states) else 'does not hold'
+           if counts[other] else 'within noise')
+  evidence = f'{len(counts[goal])} of {len(states)} seeds {goal}' + ''.join(
+      f'; {k}: ' + ', '.join(v) for k, v in counts.items()
+      if k != goal and v)
+  return verdicts.Verdict(label, criterion, evidence)
+
+
+def _at_chance(groups, setup: str) -> str | None:
+  """Why no claim about the test range of ``setup`` can be tested: every
+  configuration of the setup (``family/<setup>_*``) has its mean accuracy
+  on the test range, over all its seeds, within :data:`CHANCE_BAND` of
+  :data:`CHANCE`. None when some configuration is off chance, or none has
+  records."""
+  prefix = f'{PAPER}/{setup}_'
+  means = {}
+  for group in sorted(groups):
+    if group.startswith(prefix):
+      name = group[len(PAPER) + 1:]
+      xs = list(_by_seed(groups, name, _result('accuracy')).values())
+      if xs:
+        means[name] = statistics.fmean(xs)
+  if not means or any(abs(m - CHANCE) > CHANCE_BAND
+                      for m in means.values()):
+    return None
+  return (f'every configuration of {setup} ({len(means)}) is at chance on '
+          f'the test range, its mean accuracy within {CHANCE_BAND:g} of '
+          f'{CHANCE:g}: ' + ', '.join(f'{n} {m:.3f}'
+                                      for n, m in means.items())
+          + '; the setup cannot tell a method that extrapolates from one '
+          'that does not')
+
+
+def _chance_checked(groups, verdict: verdicts.Verdict,
+                    setup: str | None) -> verdicts.Verdict:
+  """``verdict`` of a claim about the test range of ``setup``, with
+  :data:`CHANCE_RULE` in its criterion, made ``not testable here`` when
+  every configuration of the setup is at chance there (:func:`_at_chance`);
+  ``verdict`` itself when ``setup`` is None."""
+  if setup is None:
+    return verdict
+  criterion = verdict.criterion + CHANCE_RULE
+  reason = _at_chance(groups, setup)
+  return (verdicts.not_testable(criterion, reason) if reason
+          else verdict._replace(criterion=criterion))
 
 
 def _solved_claim(groups, names: Sequence[str], claim: str, source: str, *,
                   key: str = 'training_range_accuracy', want: bool = True,
-                  only_solved: bool = False) -> Claim:
+                  only_solved: bool = False, chance: str | None = None
+                  ) -> Claim:
   """Whether every seed of ``names`` solved (``want``) or failed to solve
-  the range ``key`` scores, seed by seed (:func:`solved`).
+  the range ``key`` scores, seed by seed (:func:`_every_seed`).
   ``only_solved``: only the seeds that solved their training range (stage
-  two)."""
-  ends, parts = [], []
+  two). ``chance``: the setup whose configurations all at chance on the
+  test range make the claim not testable (:func:`_chance_checked`)."""
+  seeds, parts = [], []
   for name in names:
     members = [r for r in _records(groups, name) if not only_solved
                or _state(r, 'training_range_accuracy') == 'solved']
-    states = [_state(r, key) for r in members]
-    parts.append(f'{name}: {solved_counts(states)}')
-    for r in members:
-      end = _wilson_end(r, key, low=want)
-      ends.append(None if end is None else end if want else SOLVED - end)
-  what = ('solved on every seed: the lower end of the Wilson 95% interval '
-          'of its accuracy on the held-out vectors is above '
-          f'{SOLVED:g} (evidence: those lower ends)' if want else
-          f'not solved on any seed: {SOLVED:g} less the upper end of the '
-          'Wilson 95% interval of its accuracy on the held-out vectors is '
-          'above 0 (evidence: those margins)')
+    parts.append(f'{name}: {solved_counts([_state(r, key) for r in members])}')
+    seeds += [(name, r) for r in members]
   here = ('seeds solved / undecided / not: ' + ', '.join(parts)
           + (' (seeds that solved their training range)' if only_solved
              else ''))
-  return _claim(groups, claim, source, here, verdicts.exceeds(
-      ends, claim=what, fmt=_g, minimum=SOLVED if want else 0.0))
+  verdict = _chance_checked(groups, _every_seed(seeds, key, want), chance)
+  return _claim(groups, claim, source, here, verdict)
 
 
 def _slope(record: Mapping) -> float | None:
@@ -174,21 +267,39 @@ def _slope_claim(groups, name: str, claim: str, source: str) -> Claim:
                    'the per-count report above 0)'))
 
 
-def _means_text(groups, names: Sequence[str], get) -> str:
-  """``name mean (95% CI; n)`` per experiment."""
+# The range of each quantity the claims read (verdicts.interval): an
+# accuracy or a share in [0, 1], a count of steps or multiplications and an
+# MSE ratio positive; a slope has none.
+RATE = (0.0, 1.0)
+# The margin in words, for the claims' text.
+_POINTS = (f'{EQUIVALENCE_MARGIN * 100:g} accuracy point'
+           + ('' if EQUIVALENCE_MARGIN == 0.01 else 's'))
+
+
+def _means_text(groups, names: Sequence[str], get,
+                bounds: verdicts.Bounds = None) -> str:
+  """``name mean (95% CI; n)`` per experiment, the interval inside
+  ``bounds`` (the quantity's range)."""
   parts = []
   for name in names:
     xs = list(_by_seed(groups, name, get).values())
-    parts.append(f'{name} ' + (verdicts.mean_interval_text(xs, _g) if xs
-                               else 'no records'))
+    parts.append(f'{name} ' + (verdicts.mean_interval_text(xs, _g, bounds)
+                               if xs else 'no records'))
   return '; '.join(parts)
 
 
 def _paired_claim(groups, a: str, b: str, get, claim: str, source: str, *,
                   lower_is_better: bool, what: str, only_solved=False,
-                  note: str = '') -> Claim:
+                  note: str = '', bounds: verdicts.Bounds = None,
+                  margin: float | None = None, chance: str | None = None
+                  ) -> Claim:
   """``a`` better than ``b`` on ``get``, over the seeds both share (and,
-  with ``only_solved``, both solved their training range on)."""
+  with ``only_solved``, both solved their training range on); with
+  ``margin``, ``a`` as good as ``b`` within it
+  (:func:`verdicts.equivalent`). ``bounds``: the quantity's range (a
+  rate's paired difference stays in [-1, 1]). ``chance``: the setup whose
+  configurations all at chance on the test range make the claim not
+  testable (:func:`_chance_checked`)."""
   def keep(record):
     return (not only_solved or _state(record, 'training_range_accuracy')
             == 'solved')
@@ -196,10 +307,15 @@ def _paired_claim(groups, a: str, b: str, get, claim: str, source: str, *,
     return get(record) if keep(record) else None
   xa, xb = (_by_seed(groups, n, kept) for n in (a, b))
   seeds = sorted(set(xa) & set(xb), key=str)
-  verdict = verdicts.paired([xa[s] for s in seeds], [xb[s] for s in seeds],
-                            claim=f'{a} {what} than {b}', fmt=_g,
-                            lower_is_better=lower_is_better)
-  here = _means_text(groups, (a, b), kept)
+  pa, pb = [xa[s] for s in seeds], [xb[s] for s in seeds]
+  rate = bounds if bounds == RATE else None
+  verdict = (verdicts.equivalent(pa, pb, margin, claim=f'{a} {what} {b}',
+                                 fmt=_g, bounds=rate) if margin is not None
+             else verdicts.paired(pa, pb, claim=f'{a} {what} than {b}',
+                                  fmt=_g, lower_is_better=lower_is_better,
+                                  bounds=rate))
+  verdict = _chance_checked(groups, verdict, chance)
+  here = _means_text(groups, (a, b), kept, bounds)
   return _claim(groups, claim, source,
                 here + (f'; {note}' if note else ''), verdict)
 
@@ -251,45 +367,62 @@ def _interpolation_claims(groups) -> list[Claim]:
                    src['act_ponder']),
       _slope_claim(groups, pn, 'PonderNet\'s halting steps grow with '
                    'difficulty: the paper\'s KL with its eps stop '
-                   '(interpolation)', src['pondernet_steps']),
+                   '(interpolation)', src['page']),
       _slope_claim(groups, rev, 'PonderNet\'s halting steps grow with '
                    'difficulty: reverse KL, eps stop off (interpolation)',
-                   src['pondernet_steps']),
+                   src['page']),
       _paired_claim(groups, 'interp16_repeat_rho2', act, _accuracy,
-                    'Repeat-RNN with a small rho matches ACT\'s accuracy '
-                    '(tested as: more accurate)', src['repeat'],
-                    lower_is_better=False, what='more accurate'),
+                    'Repeat-RNN with a small rho (rho 2) matches ACT\'s '
+                    f'accuracy (tau 1e-3), within {_POINTS}', src['repeat'],
+                    lower_is_better=False, what='as accurate as',
+                    bounds=RATE, margin=EQUIVALENCE_MARGIN),
       _paired_claim(groups, 'interp16_repeat_rho2', act, mults,
                     'Repeat-RNN (rho 2) needs fewer multiplications per '
                     'input than ACT (tau 1e-3)', src['page'],
-                    lower_is_better=True, what='fewer multiplications'),
+                    lower_is_better=True, what='fewer multiplications',
+                    bounds=verdicts.POSITIVE),
       _paired_claim(groups, 'interp16_repeat_rho2', pn, mults,
                     'Repeat-RNN (rho 2) needs fewer multiplications per '
                     'input than PonderNet (paper\'s KL)', src['page'],
-                    lower_is_better=True, what='fewer multiplications'),
+                    lower_is_better=True, what='fewer multiplications',
+                    bounds=verdicts.POSITIVE),
       *(_sampled_claim(groups, name) for name in (pn, rev)),
       *_one_factor_claims(groups, 'interp16'),
       *_lambda_claims(groups, 'interp16'),
   ]
 
 
+def _variant_text(name: str) -> str:
+  """``'interp16_pondernet_paper: the paper's KL, eps stop on'``: a
+  PonderNet folder and what its variant is."""
+  for (kl, eps), variant in PONDERNET_VARIANTS.items():
+    if name.endswith(f'_{variant}'):
+      kl_text = 'the paper\'s KL' if kl == 'paper' else 'reverse KL'
+      return f'{name}: {kl_text}, eps stop {"on" if eps else "off"}'
+  return name
+
+
 def _sampled_claim(groups, name: str) -> Claim:
-  """PonderNet's sampled halting rule against its median rule."""
+  """PonderNet's sampled halting rule as accurate as its median rule,
+  within :data:`EQUIVALENCE_MARGIN` (:func:`verdicts.equivalent`)."""
   median = _by_seed(groups, name, _accuracy)
   sample = _by_seed(groups, name, _result('sample_accuracy'))
   seeds = sorted(set(median) & set(sample), key=str)
-  verdict = verdicts.paired(
-      [sample[s] for s in seeds], [median[s] for s in seeds], fmt=_g,
-      claim='the sampled rule more accurate than the median rule',
-      lower_is_better=False)
+  verdict = verdicts.equivalent(
+      [sample[s] for s in seeds], [median[s] for s in seeds],
+      EQUIVALENCE_MARGIN, fmt=_g, bounds=RATE,
+      claim='the sampled rule as accurate as the median rule')
   here = (f'{name}: sampled '
-          + (verdicts.mean_interval_text([sample[s] for s in seeds], _g)
+          + (verdicts.mean_interval_text([sample[s] for s in seeds], _g,
+                                         RATE)
              if seeds else 'no records') + ', median '
-          + (verdicts.mean_interval_text([median[s] for s in seeds], _g)
+          + (verdicts.mean_interval_text([median[s] for s in seeds], _g,
+                                         RATE)
              if seeds else 'no records'))
   return _claim(groups, 'PonderNet\'s sampled halting rule is as accurate '
-               'as the median rule (tested as: more accurate)',
-               SOURCES['pondernet_sampling'], here, verdict)
+               f'as its median rule, within {_POINTS} '
+               f'({_variant_text(name)})', SOURCES['pondernet_sampling'],
+               here, verdict)
 
 
 # The PonderNet variants of a setup, by (KL direction, eps stop on).
@@ -356,7 +489,8 @@ def _lambda_claims(groups, setup: str) -> list[Claim]:
       f'{setup}: lambda_p {_LAMBDA[a]} instead of {_LAMBDA[b]} (the prior\'s '
       'mean 1 / lambda_p larger) gives PonderNet more halting steps per '
       'input (one factor changed)', SOURCES['pondernet_prior'],
-      lower_is_better=False, what='more steps per input')
+      lower_is_better=False, what='more steps per input',
+      bounds=verdicts.POSITIVE)
           for a, b in LAMBDA_PAIRS]
 
 
@@ -387,7 +521,7 @@ def _chosen_claim(groups) -> Claim:
   return _paired_claim(groups, pn, act, _result('accuracy'), claim,
                        SOURCES['pondernet_parity'], lower_is_better=False,
                        what='more accurate on the test range',
-                       only_solved=True,
+                       only_solved=True, bounds=RATE, chance='extrap16',
                        note=f'chosen: {pn}, {act}; '
                        + _cap_note(groups, (pn, act)))
 
@@ -407,24 +541,23 @@ def _extrapolation_claims(groups) -> list[Claim]:
                     'PonderNet extrapolates: it solves the test range '
                     '(here 9-16 of 16; the paper: 49-96 of 96)',
                     src['pondernet_parity'], key='accuracy',
-                    only_solved=True),
+                    only_solved=True, chance='extrap16'),
       _solved_claim(groups, (act,), 'ACT does not extrapolate: it does not '
                     'solve the test range (here 9-16 of 16)',
                     src['pondernet_parity'], key='accuracy', want=False,
-                    only_solved=True),
+                    only_solved=True, chance='extrap16'),
       _paired_claim(groups, pn, act, test, 'PonderNet extrapolates better '
                     'than ACT (test-range accuracy, seeds that solved the '
                     'training range)', src['pondernet_parity'],
                     lower_is_better=False, what='more accurate on the test '
-                    'range', only_solved=True,
-                    note=_cap_note(groups, (pn, act))),
+                    'range', only_solved=True, bounds=RATE,
+                    chance='extrap16', note=_cap_note(groups, (pn, act))),
       _slope_claim(groups, pn, 'PonderNet\'s halting steps grow with '
                    'difficulty: the paper\'s KL (extrapolation, counts '
-                   '1-16)', src['pondernet_steps']),
+                   '1-16)', src['page']),
       _slope_claim(groups, 'extrap16_pondernet_reverse', 'PonderNet\'s '
                    'halting steps grow with difficulty: reverse KL, eps '
-                   'stop off (extrapolation, counts 1-16)',
-                   src['pondernet_steps']),
+                   'stop off (extrapolation, counts 1-16)', src['page']),
       _chosen_claim(groups),
       *_one_factor_claims(groups, 'extrap16'),
       *_lambda_claims(groups, 'extrap16'),
@@ -463,21 +596,32 @@ def _act_setting_claims(groups) -> list[Claim]:
 
 def _act_binary_claim(groups) -> Claim:
   """The claim of a single typed run (the history appendix): ACT's own
-  binary below 5% error at :data:`ACT_BINARY_STEP`, judged on its seeds."""
-  errors = [point.get('sequence_error')
+  binary below :data:`ACT_BINARY_ERROR` sequence error at
+  :data:`ACT_BINARY_STEP`, judged on its seeds (a seed exactly at the bound
+  is not below it)."""
+  errors = {record.get('seed'): point.get('sequence_error')
             for record in groups.get('act/parity', ())
             for point in record.get('curve') or ()
-            if point.get('step') == ACT_BINARY_STEP]
-  below = sum(e is not None and e < 1 - SOLVED for e in errors)
+            if point.get('step') == ACT_BINARY_STEP}
+  bound = ACT_BINARY_ERROR
+
+  def seeds(keep) -> str:
+    return ', '.join(f'seed {s} at {verdicts.pct(e)}'
+                     for s, e in errors.items()
+                     if e is not None and keep(e))
+  below = sum(e is not None and e < bound for e in errors.values())
+  at = seeds(lambda e: e == bound)
+  here = (f'{below} of {len(errors)} seeds strictly below '
+          f'{verdicts.pct(bound)} sequence error'
+          + (f' ({seeds(lambda e: e < bound)})' if below else '')
+          + (f'; at it, not below: {at}' if at else ''))
   return _claim(
       groups,
       f'ACT\'s own binary (experiments.act_parity --tau=0.01) passes '
-      f'{SOLVED:.0%} accuracy at {ACT_BINARY_STEP:,} steps',
-      'one typed run (history appendix); records act/parity',
-      f'{below} of {len(errors)} seeds below {1 - SOLVED:.0%} sequence '
-      'error', verdicts.below(errors, 1 - SOLVED, fmt=verdicts.pct,
-                              what=f'sequence error at step '
-                              f'{ACT_BINARY_STEP:,}'))
+      f'{1 - bound:.0%} accuracy at {ACT_BINARY_STEP:,} steps',
+      'one typed run (history appendix); records act/parity', here,
+      verdicts.below(list(errors.values()), bound, fmt=verdicts.pct,
+                     what=f'sequence error at step {ACT_BINARY_STEP:,}'))
 
 
 def _adding_claims(groups) -> list[Claim]:
@@ -491,24 +635,35 @@ def _adding_claims(groups) -> list[Claim]:
         groups,
         f'{name}: at (nearly) full computation it solves the adding task '
         'in 1,000 updates', SOURCES['page'],
-        'update fraction ' + _means_text(groups, (name,), fraction),
+        'update fraction ' + _means_text(groups, (name,), fraction, RATE),
         verdicts.below(list(_by_seed(groups, name, ratio).values()),
-                       ADDING_SOLVED, fmt=_g, what='MSE over the mean '
-                       'predictor\'s')))
+                       ADDING_SOLVED, fmt=_g, bounds=verdicts.POSITIVE,
+                       what='MSE over the mean predictor\'s')))
   skip = 'adding_skip_lstm_budget1e-2'
+  # The paper's claim is of a model trained to convergence: 1,000 updates
+  # cannot show it either way, so the row reports what they measured.
+  measured = verdicts.below(list(_by_seed(groups, skip, ratio).values()),
+                            ADDING_SOLVED, fmt=_g, bounds=verdicts.POSITIVE,
+                            what='MSE over the mean predictor\'s')
   out += [
       _paired_claim(groups, 'adding_lstm', 'adding_skip_lstm_budget1e-3',
                     ratio, 'Skipping costs accuracy at this budget of '
                     'updates: LSTM below Skip-LSTM (lambda 1e-3) in MSE',
                     SOURCES['page'], lower_is_better=True,
-                    what='lower MSE over the mean predictor\'s'),
+                    what='lower MSE over the mean predictor\'s',
+                    bounds=verdicts.POSITIVE),
       _claim(groups, 'Skip-LSTM solves the adding task with most updates '
             'skipped (here lambda 1e-2, 1,000 updates; the paper trains to '
             'convergence)', SOURCES['skip_adding'],
-            'update fraction ' + _means_text(groups, (skip,), fraction),
-            verdicts.below(list(_by_seed(groups, skip, ratio).values()),
-                           ADDING_SOLVED, fmt=_g, what='MSE over the mean '
-                           'predictor\'s')),
+            'update fraction ' + _means_text(groups, (skip,), fraction,
+                                             RATE),
+            verdicts.not_testable(
+                measured.criterion + '; not testable here for a claim of '
+                'a model trained to convergence, at 1,000 updates',
+                '1,000 updates here, far below the '
+                'paper\'s training to convergence: a run this short cannot '
+                'show what the converged model does (measured at 1,000 '
+                f'updates: {measured.evidence})')),
   ]
   return out
 
