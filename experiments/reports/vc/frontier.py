@@ -65,6 +65,7 @@ from typing import Any, NamedTuple
 from experiments.reports import plan, plots, records, verdicts, verify
 
 __all__ = [
+    'planned_seeds',
     'FRONTIER',
     'CORPORA',
     'COUNTERPART',
