@@ -639,7 +639,8 @@ def overflow_table(groups, statuses=None) -> str:
           if at_one else '-',
           f'{curve[-1]["bpc"]:.3f}' if curve else '-',
           '-' if norm is None else f'{norm:.4g}',
-          str(final.get('train_rescaled_grad_norm_steps', '-')),
+          # Logged only when an update needed it: absent is none.
+          str(final.get('train_rescaled_grad_norm_steps', 0)),
           f'{final["m"]:.3f}' if 'm' in final else '-'])
       every.append(run)
   return (records.table(['folder', 'seed', 'updates', 'sharpness 1 at step',
