@@ -2,11 +2,12 @@
 
 The references run one example at a time, one position at a time, with
 Python loops over the depth steps, from ACT's Eq. 5-10 (per position, as
-the Universal Transformer's Sec. 2.2 applies them) and PonderNet's P1-P4
-over the pooled state, in NumPy (the block and readout are written once
-against an array module ``xp``, so both sides apply the same block). In
-float64 the implementation's values must equal theirs to 1e-12, and its
-gradients their central differences along a random direction per leaf.
+the Universal Transformer's Sec. 2.2 applies them), PonderNet's P1-P5 per
+position and PonderNet's P1-P4 over the pooled state, in NumPy (the block
+and readout are written once against an array module ``xp``, so both
+sides apply the same block). In float64 the implementation's values must
+equal theirs to 1e-12, and its gradients their central differences along
+a random direction per leaf.
 """
 
 import functools
@@ -66,13 +67,15 @@ def _halting_value(p, features):
                   + p['halting']['bias'][0])                          # (5)
 
 
-def ref_per_token(p, h, mask, reads):
-  """UT dynamic halting of ONE example ``[T, F]``: ACT Eq. 5-10 for each
-  position; a halted position keeps its state, which the block still
-  reads as key and value."""
+def ref_per_token(p, h, mask, reads, rule='act', mode='train'):
+  """Per-position halting of ONE example ``[T, F]``: ACT Eq. 5-10 (UT
+  dynamic halting) or PonderNet's P1, P2, P4, P5 for each position; a
+  halted position keeps its state, which the block still reads as key and
+  value."""
   s = [h[t] for t in range(T)]
   acc = [np.zeros(F) for _ in range(T)]
   cum, big_n, rem = [0.0] * T, [0] * T, [0.0] * T
+  unhalted, probs = [1.0] * T, [[] for _ in range(T)]
   pondering = [bool(mask[t]) for t in range(T)]
   for n in range(1, M + 1):
     if not any(pondering):
@@ -81,9 +84,22 @@ def ref_per_token(p, h, mask, reads):
     for t in range(T):
       if not pondering[t]:
         continue
-      h_n = _halting_value(p, s[t] if reads == 'input' else new[t])
+      h_n = _halting_value(p, s[t] if reads == 'input' else new[t])  # (5, P1)
       big_n[t] = n
-      if cum[t] + h_n >= 1 - EPS or n == M:                           # (7, 13)
+      if rule == 'pondernet':
+        last = cum[t] + h_n * unhalted[t] >= 1 - EPS or n == M        # (P4)
+        lam = 1.0 if last else h_n                                    # (P2)
+        p_n = lam * unhalted[t]                                       # (P2)
+        probs[t].append(p_n)
+        cum[t], unhalted[t] = cum[t] + p_n, unhalted[t] * (1 - lam)
+        halts = last or (mode == 'median' and cum[t] >= 0.5)         # (P5)
+        if mode == 'train':
+          acc[t] = acc[t] + p_n * new[t]
+        elif halts:
+          acc[t] = new[t]                  # inference passes s^N on (P5)
+        if halts:
+          rem[t], pondering[t] = p_n, False
+      elif cum[t] + h_n >= 1 - EPS or n == M:                         # (7, 13)
         rem[t] = 1 - cum[t]                                           # (8)
         acc[t] = acc[t] + rem[t] * new[t]                             # (6, 9)
         pondering[t] = False
@@ -92,8 +108,14 @@ def ref_per_token(p, h, mask, reads):
         acc[t] = acc[t] + h_n * new[t]                                # (6, 9)
       s[t] = new[t]
   out = np.stack([acc[t] if mask[t] else h[t] for t in range(T)])
-  ponder_t = [big_n[t] + rem[t] if mask[t] else 0.0 for t in range(T)]  # (10)
-  return dict(out=out, steps=big_n, remainder=rem, ponder=ponder_t)
+  if rule == 'pondernet':
+    ponder_t = [sum(i * p_n for i, p_n in enumerate(probs[t], 1))
+                for t in range(T)]                          # sum_n n p_n
+  else:
+    ponder_t = [big_n[t] + rem[t] if mask[t] else 0.0
+                for t in range(T)]                                    # (10)
+  return dict(out=out, steps=big_n, remainder=rem, ponder=ponder_t,
+              probs=probs)
 
 
 def ref_per_example(p, h, mask, rule, mode='train', reads='output'):
@@ -144,6 +166,24 @@ def ref_token_loss(p, h, c, mask, reads):
   for b in range(h.shape[0]):
     r = ref_per_token(p, h[b], mask[b], reads)
     total += np.sum(c[b] * r['out']) + TAU * sum(r['ponder'])
+  return total
+
+
+def ref_kl(probs):
+  """KL(p || p_G) of one halting distribution (P3), p_G(n) = lambda_p (1 -
+  lambda_p)^(n - 1) not renormalised."""
+  prior = [LAMBDA_P * (1 - LAMBDA_P) ** n for n in range(len(probs))]
+  return sum(pn * np.log(pn / qn) for pn, qn in zip(probs, prior) if pn > 0)
+
+
+def ref_token_pondernet_loss(p, h, c, mask, reads):
+  """The loss of :func:`token_pondernet_loss` from the reference: the
+  mean field's task term, the ponder and the KL of every real position."""
+  total = 0.0
+  for b in range(h.shape[0]):
+    r = ref_per_token(p, h[b], mask[b], reads, 'pondernet')
+    kl = sum(ref_kl(r['probs'][t]) for t in range(T) if mask[b, t])  # (P3)
+    total += np.sum(c[b] * r['out']) + TAU * sum(r['ponder']) + BETA * kl
   return total
 
 
@@ -224,6 +264,14 @@ def token_loss(model, params, h, c, mask):
   return jnp.sum(c * out_h) + TAU * jnp.sum(out.ponder), (out_h, out)
 
 
+def token_pondernet_loss(model, params, h, c, mask):
+  out_h, out = model.apply(params, h, mask)
+  kl = ponder.kl_to_geometric(out, LAMBDA_P, mask)        # [batch] (P3)
+  value = (jnp.sum(c * out_h) + TAU * jnp.sum(out.ponder)
+           + BETA * jnp.sum(kl))
+  return value, (out_h, out)
+
+
 def example_loss(model, params, h, c, targets, mask, key=None):
   out_h, out = model.apply(params, h, mask, key=key)
   rec = ponder.reconstruction_loss(out, targets, squared_error)
@@ -265,6 +313,123 @@ def test_per_token_matches_the_numpy_reference(reads):
   used = {k: g for k, g in grads[0]['block'].items() if k != 'readout'}
   assert all(np.any(np.asarray(g) != 0) for g in jax.tree_util.tree_leaves(
       (used, grads[0]['halting'], grads[1])))
+
+
+# PonderNet per position: a halting bias per reading (and the halting
+# unit scaled by 1.5) under which the real positions take 1, 2, 3 and 5
+# steps, the last ones at the bound (lambda := 1 there, P2).
+TOKEN_PONDER_BIAS = {'output': 0.5, 'input': 0.0}
+TOKEN_PONDER_SCALE = 1.5
+
+
+def _token_pondernet(reads='output', mode='train', loop=loops.LoopConfig(),
+                     block=jax_block, halting_bias=None):
+  if halting_bias is None:
+    halting_bias = TOKEN_PONDER_BIAS[reads]
+  return depth.per_token(block, max_depth=M, halting='pondernet',
+                         epsilon=EPS, halting_bias=halting_bias,
+                         inference=mode, halting_reads=reads, loop=loop)
+
+
+@pytest.mark.parametrize('reads', depth.HALTING_READS)
+def test_per_token_pondernet_matches_the_numpy_reference(reads):
+  model = _token_pondernet(reads)
+  params = _setup(model, halting_scale=TOKEN_PONDER_SCALE)
+  h, c, _ = _data()
+  mask = _mask()
+  (value, (out_h, out)), grads = _grad(token_pondernet_loss, model)(
+      params, h, c, mask)
+  p, hn = _np(params), np.asarray(h)
+  refs = [ref_per_token(p, hn[b], mask[b], reads, 'pondernet')
+          for b in range(B)]
+  np.testing.assert_array_equal(out.steps, [r['steps'] for r in refs])
+  assert len(set(np.asarray(out.steps)[mask].tolist())) >= 3
+  assert int(out.depth) == M == max(max(r['steps']) for r in refs)
+  _close(out_h, np.stack([r['out'] for r in refs]), rtol=1e-12, atol=1e-12)
+  _close(out.probs, np.stack([_padded(r['probs'], M) for r in refs]),
+         atol=1e-12)
+  # Each real position's p_n sum to 1 (P2); padding has none.
+  _close(jnp.sum(out.probs, axis=-1), mask.astype(np.float64), atol=1e-12)
+  _close(out.remainder, [r['remainder'] for r in refs], atol=1e-12)
+  _close(out.ponder, [r['ponder'] for r in refs], atol=1e-12)
+  # The KL to the geometric prior per position (P3), summed per example;
+  # padding, which takes no step, adds nothing with or without the mask.
+  want_kl = [sum(ref_kl(r['probs'][t]) for t in range(T) if mask[b, t])
+             for b, r in enumerate(refs)]
+  _close(ponder.kl_to_geometric(out, LAMBDA_P, mask), want_kl, rtol=1e-12)
+  _close(ponder.kl_to_geometric(out, LAMBDA_P), want_kl, rtol=1e-12)
+  np.testing.assert_allclose(
+      depth.mean_ponder(out), np.asarray(out.ponder)[mask].mean(),
+      rtol=1e-12)
+  np.testing.assert_allclose(
+      depth.mean_depth(out), np.asarray(out.steps)[mask].mean(), rtol=1e-12)
+  ref_loss = functools.partial(ref_token_pondernet_loss, c=np.asarray(c),
+                               mask=mask, reads=reads)
+  np.testing.assert_allclose(value, ref_loss(p, hn), rtol=1e-12)
+  assert_gradients_by_central_differences(ref_loss, grads, (params, h))
+  used = {k: g for k, g in grads[0]['block'].items() if k != 'readout'}
+  assert all(np.any(np.asarray(g) != 0) for g in jax.tree_util.tree_leaves(
+      (used, grads[0]['halting'], grads[1])))
+
+
+def test_per_token_pondernet_median_halts_each_position_at_one_half():
+  model = _token_pondernet(mode='median')
+  params = _setup(model, halting_scale=TOKEN_PONDER_SCALE)
+  h, _, _ = _data()
+  mask = _mask()
+  out_h, out = jax.jit(model.apply)(params, h, mask)
+  p, hn = _np(params), np.asarray(h)
+  refs = [ref_per_token(p, hn[b], mask[b], 'output', 'pondernet', 'median')
+          for b in range(B)]
+  train = [ref_per_token(p, hn[b], mask[b], 'output', 'pondernet')
+           for b in range(B)]
+  np.testing.assert_array_equal(out.steps, [r['steps'] for r in refs])
+  # Some position stops earlier than in training, and the others then
+  # read its earlier, frozen state.
+  assert np.any(np.asarray(out.steps) < [r['steps'] for r in train])
+  _close(out_h, np.stack([r['out'] for r in refs]), rtol=1e-12, atol=1e-12)
+  _close(out.probs, np.stack([_padded(r['probs'], M) for r in refs]),
+         atol=1e-12)
+  _close(out.ponder, [r['ponder'] for r in refs], atol=1e-12)
+
+
+def local_block(p, h, context):
+  """No attention: each position's states depend on its own input only."""
+  return h + jnp.tanh(h @ p['wo'] + p['b'][None, None]
+                      + p['depth'][context.step][None, None])
+
+
+def test_per_token_pondernet_sampling_is_keyed_and_stops_on_the_training_path():
+  train = _token_pondernet(block=local_block, halting_bias=0.0)
+  params = _setup(train, halting_scale=1.0)
+  h, _, _ = _data()
+  mask = _mask()
+  _, want = train.apply(params, h, mask)
+  model = _token_pondernet(mode='sample', block=local_block, halting_bias=0.0)
+  apply = jax.jit(chex.assert_max_traces(model.apply, n=1))
+  # The states of the training path, s^k: positions are independent here.
+  path, s = [], h
+  for n in range(M):
+    s = local_block(params['block'], s, depth.BlockContext(
+        mask=mask, step=jnp.asarray(n, jnp.int32), key=None, extra=None))
+    path.append(s)
+  seen = set()
+  for seed in range(4):
+    key = jax.random.key(seed)
+    out_h, out = apply(params, h, mask, key=key)
+    _close(apply(params, h, mask, key=key), (out_h, out), rtol=0, atol=0)
+    steps = np.asarray(out.steps)
+    np.testing.assert_array_equal(steps[~mask], 0)
+    np.testing.assert_array_equal(np.asarray(out_h)[~mask],
+                                  np.asarray(h)[~mask])
+    for b, t in zip(*np.nonzero(mask)):
+      k = int(steps[b, t])
+      assert 1 <= k <= int(want.steps[b, t])   # cut short by the draw (P5)
+      _close(out_h[b, t], path[k - 1][b, t], atol=1e-12)   # s^N passed on
+      _close(out.probs[b, t, :k], want.probs[b, t, :k], atol=1e-12)
+      np.testing.assert_array_equal(out.probs[b, t, k:], 0.0)
+    seen.add(tuple(steps.ravel().tolist()))
+  assert len(seen) > 1
 
 
 def _example_model(rule, mode='train', loop=loops.LoopConfig(),
@@ -364,13 +529,16 @@ def _loop_pair(make, checkpoints=2):
           make(loops.LoopConfig('scan')))
 
 
-@pytest.mark.parametrize('kind', ['token', 'example'])
+@pytest.mark.parametrize('kind', ['token', 'token_pondernet', 'example'])
 def test_while_loop_equals_masked_scan_values_and_gradients(kind):
   # Two checkpoint slots: depths past 2 run on thinned slots.
   if kind == 'token':
     fast, slow = _loop_pair(lambda loop: depth.per_token(
         jax_block, max_depth=M, epsilon=EPS, halting_bias=-0.5, loop=loop))
     loss, extra = token_loss, ()
+  elif kind == 'token_pondernet':
+    fast, slow = _loop_pair(lambda loop: _token_pondernet(loop=loop))
+    loss, extra = token_pondernet_loss, ()
   else:
     fast, slow = _loop_pair(lambda loop: _example_model('pondernet',
                                                         loop=loop))
@@ -387,12 +555,14 @@ def test_while_loop_equals_masked_scan_values_and_gradients(kind):
   _close(gw, gs, rtol=1e-9, atol=1e-12)
 
 
-@pytest.mark.parametrize('kind', ['token', 'example'])
+@pytest.mark.parametrize('kind', ['token', 'token_pondernet', 'example'])
 def test_compacted_rows_equal_the_full_batch(kind):
   def make(loop):
     if kind == 'token':
       return depth.per_token(jax_block, max_depth=M, epsilon=EPS,
                              halting_bias=-0.5, loop=loop)
+    if kind == 'token_pondernet':
+      return _token_pondernet(loop=loop)
     return _example_model('act', loop=loop)
 
   assert loops.stage_sizes((8,), 2) == (8, 4, 2)
@@ -407,13 +577,16 @@ def test_compacted_rows_equal_the_full_batch(kind):
   _close(got, want, rtol=1e-12, atol=1e-14)
 
 
-@pytest.mark.parametrize('kind', ['token', 'example'])
+@pytest.mark.parametrize('kind', ['token', 'token_pondernet', 'example'])
 def test_padding_neither_counts_nor_extends_the_loop(kind):
   # Settings where every real position (or example) halts before M.
   if kind == 'token':
     model = depth.per_token(jax_block, max_depth=M, epsilon=EPS,
                             halting_bias=3.0)
     loss, extra = token_loss, ()
+  elif kind == 'token_pondernet':
+    model = _token_pondernet(halting_bias=5.0)
+    loss, extra = token_pondernet_loss, ()
   else:
     model = _example_model('pondernet', halting_bias=3.0)
     loss, extra = example_loss, (_data()[2],)
@@ -434,7 +607,7 @@ def test_padding_neither_counts_nor_extends_the_loop(kind):
   np.testing.assert_array_equal(h2, jnp.where(mask[..., None], h2, junk))
   _close(o1.ponder, o2.ponder, rtol=1e-12)
   _close(g1[0], g2[0], rtol=1e-9, atol=1e-12)
-  if kind == 'token':
+  if kind.startswith('token'):
     assert np.all(np.asarray(o2.steps)[~mask] == 0)
     assert np.all(np.asarray(o2.ponder)[~mask] == 0)
     np.testing.assert_allclose(
@@ -551,6 +724,7 @@ def test_params_tree_golden():
   shapes = lambda tree: jax.tree_util.tree_map(jnp.shape, tree)
   for model, bias in [
       (depth.per_token(jax_block, max_depth=M), 1.0),
+      (depth.per_token(jax_block, max_depth=M, halting='pondernet'), 0.0),
       (depth.per_example(jax_block, max_depth=M), 0.0),
       (depth.per_example(jax_block, max_depth=M, halting='act'), 1.0)]:
     params = model.init(jax.random.key(0), F, block_params)
@@ -587,6 +761,13 @@ def test_bad_arguments_give_one_line_each():
                   inference='sample')
   _one_line_error(r'block must be a function', depth.per_token, None,
                   max_depth=M)
+  _one_line_error(r"halting must be one of \('pondernet', 'act'\), got "
+                  r"'geometric'\.", per_token, max_depth=M,
+                  halting='geometric')
+  _one_line_error(r"inference must be 'train' with halting='act'",
+                  per_token, max_depth=M, inference='median')
+  _one_line_error(r'epsilon must be a number in \[0, 1\), got 1\.0\.',
+                  per_token, max_depth=M, halting='pondernet', epsilon=1.0)
 
   model = per_token(max_depth=M)
   params = model.init(jax.random.key(0), F, _block_params())
@@ -604,6 +785,8 @@ def test_bad_arguments_give_one_line_each():
   _one_line_error(r"block must return h's shape \(2, 4, 3\) and dtype "
                   r'float64, got shape \(2, 4, 2\)', shrink.apply, params, h)
   sample = depth.per_example(jax_block, max_depth=M, inference='sample')
+  _one_line_error(r'key is None; pass key=', sample.apply, params, h)
+  sample = per_token(max_depth=M, halting='pondernet', inference='sample')
   _one_line_error(r'key is None; pass key=', sample.apply, params, h)
   _one_line_error(r'every leaf of extra must lead with the batch axis',
                   model.apply, params, h, extra=jnp.zeros((3, 7)))

@@ -1,7 +1,7 @@
 """The Flax modules of adaptive depth against the pure ``vcrnn_jax.depth``.
 
-Each module (Linen and NNX, per token and per example with both halting
-rules) around a plain Flax attention block must give the values and the
+Each module (Linen and NNX, per token and per example, each with both
+halting rules) around a plain Flax attention block must give the values and the
 gradients of the pure function with the same params, in float64, with
 padding; the block is written once per API and applied functionally on
 the pure side (``module.apply`` for Linen, ``nnx.split`` / ``nnx.merge``
@@ -23,14 +23,14 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from vcrnn_jax import depth, linen, loops
+from vcrnn_jax import depth, linen, loops, ponder
 from vcrnn_jax import nnx as vnnx
 
 B, T, F, M, O = 2, 4, 4, 3, 2
 LENGTHS = (4, 2)
 F64 = {'param_dtype': jnp.float64}
 TOL = {'rtol': 1e-12, 'atol': 1e-13}
-KINDS = ['token', 'pondernet', 'act']
+KINDS = ['token', 'token_pondernet', 'pondernet', 'act']
 
 
 def _fast_jit(f, **kwargs):
@@ -79,15 +79,22 @@ class NnxBlock(nnx.Module):
     return self.head(depth.masked_mean(h, context.mask))
 
 
+def _per_token(kind):
+  return kind.startswith('token')
+
+
 def _options(kind, **extra):
   if kind == 'token':
     return {'max_depth': M, 'halting_bias': -0.5, **extra}
+  if kind == 'token_pondernet':
+    return {'max_depth': M, 'halting': 'pondernet', 'halting_bias': -0.5,
+            **extra}
   return {'max_depth': M, 'halting': kind, 'readout': 'readout', **extra}
 
 
 def _pure(kind, block, readout, **extra):
   options = _options(kind, **extra)
-  if kind == 'token':
+  if _per_token(kind):
     return depth.per_token(block, **options)
   return depth.per_example(block, **{**options, 'readout': readout})
 
@@ -96,7 +103,9 @@ def _loss(apply, kind, h, mask):
   out_h, out = apply(h, mask)
   value = (jnp.sum(jnp.where(mask[..., None], jnp.sin(out_h), 0.0))
            + 0.1 * depth.mean_ponder(out))
-  if kind != 'token':
+  if kind == 'token_pondernet':
+    value = value + 0.01 * jnp.sum(ponder.kl_to_geometric(out, 0.2))
+  elif kind != 'token':
     value = value + jnp.sum(out.output ** 2)
   return value, (out_h, out)
 
@@ -105,7 +114,7 @@ def _linen(kind, **extra):
   """The Linen module, its variables and the pure function of its block."""
   h, mask = _data()
   block = LinenBlock()
-  module = (linen.PerTokenDepth if kind == 'token'
+  module = (linen.PerTokenDepth if _per_token(kind)
             else linen.PerExampleDepth)(block, **_options(kind, **extra))
   variables = module.init(jax.random.key(1), h, mask)
 
@@ -121,7 +130,7 @@ def _nnx(kind, **extra):
   """The NNX module and the pure function of its block."""
   rngs = nnx.Rngs(1)
   block = NnxBlock(rngs=rngs)
-  module = (vnnx.PerTokenDepth if kind == 'token'
+  module = (vnnx.PerTokenDepth if _per_token(kind)
             else vnnx.PerExampleDepth)(block, F, **_options(kind, **extra),
                                        deterministic=True, rngs=rngs)
   graphdef, _, rest = nnx.split(block, nnx.Param, ...)
@@ -144,7 +153,7 @@ def _check_outputs(kind, got, want):
   assert out_h.dtype == jnp.float64 and int(out.depth) >= 2
   # The padded positions (example 1 from t=2) took no step.
   _, mask = _data()
-  if kind == 'token':
+  if _per_token(kind):
     assert not np.any(np.asarray(out.steps)[~np.asarray(mask)])
   # The attention and the halting unit got gradients.
   used = grads['block']['attention'], grads['halting']

@@ -3,8 +3,8 @@ r"""Adaptive depth for Transformer-style blocks: per token and per example.
 A Universal Transformer (Dehghani et al. 2019) applies one shared block
 again and again; with dynamic halting (its Sec. 2.2) each position decides
 with ACT (Graves 2016) how many applications it takes. A PonderNet-style
-exit (Banino et al. 2021) decides per example instead. This module gives
-both for any pure block
+exit (Banino et al. 2021) decides per example instead, or per position with
+PonderNet's halting distribution. This module gives them for any pure block
 
 .. code-block:: python
 
@@ -17,7 +17,10 @@ mask, the depth step and a key from its :class:`BlockContext`):
   halted position's state is frozen and still serves as key and value to
   the positions that go on; the ponder ``N + R`` of every position comes
   back for the loss (:func:`mean_ponder`), and the depth it took
-  (:func:`mean_depth`).
+  (:func:`mean_depth`). With ``halting='pondernet'`` every position has
+  PonderNet's halting distribution instead: its ``p_n`` come back
+  (``probs``) for :func:`vcrnn_jax.ponder.kl_to_geometric`, and the ponder
+  is the expected number of steps.
 * :func:`per_example`: one halting unit over the masked mean of the
   positions' states (:func:`masked_mean`), with PonderNet's halting
   distribution (its losses are :func:`vcrnn_jax.ponder.kl_to_geometric`
@@ -86,6 +89,7 @@ __all__ = [
     'mean_ponder',
     'per_example',
     'per_token',
+    'prepare_inputs',
 ]
 
 HALTING_READS = ('input', 'output')
@@ -151,18 +155,28 @@ class Depth(NamedTuple):
 
 @field_docs
 class TokenDepthOutput(NamedTuple):
-  """Per-position statistics of :func:`per_token` (0 at padding).
+  """Per-position statistics of :func:`per_token` (0 at padding;
+  ``M = max_depth``).
+
+  With ``halting='pondernet'`` it has the fields
+  :func:`vcrnn_jax.ponder.kl_to_geometric` reads, so the KL to the
+  geometric prior (P3) takes it as it is, per position.
 
   Attributes:
-    ponder: [batch, time] rho = N + R (ACT Eq. 10), the ponder cost
+    ponder: [batch, time] the ponder cost: rho = N + R (ACT Eq. 10), or the
+      expected number of steps sum_n n p_n with PonderNet's halting
     steps: [batch, time] int32 N, the block applications a position took
-    remainder: [batch, time] R (ACT Eq. 8)
+    remainder: [batch, time] the weight of the halting step: R (ACT Eq. 8),
+      or p_N with PonderNet's halting
     depth: int32 scalar, the steps the loop took (the batch's largest N)
+    probs: [batch, time, M] PonderNet's p_n, zeros after the last step
+      taken; None with halting='act'
   """
   ponder: jax.Array
   steps: jax.Array
   remainder: jax.Array
   depth: jax.Array
+  probs: jax.Array | None = None
 
 
 @field_docs
@@ -297,20 +311,48 @@ def _init_fn(kernel_init, halting_bias: float, param_dtype):
   return init
 
 
-def _prepare(caller: str, params: dict, h: Any, mask: Any, extra: Any,
-             dtype: Any):
-  """``h`` and the halting unit in the computation dtype, a bool ``mask``,
-  all checked; ``caller`` is the function the errors name.
+def prepare_inputs(caller: str, params: dict, h: Any, mask: Any, extra: Any,
+                   dtype: Any, *, unit: str = 'halting',
+                   unit_name: str = "the halting unit's",
+                   min_time: int = 0) -> tuple[dict, jax.Array, jax.Array]:
+  """What a depth method's ``apply`` checks and casts before its loop.
 
-  The computation dtype is ``dtype``, or else the halting unit's params'
-  (which follow the block's): a floating ``h`` of another dtype is cast,
-  with a warning that names the choice.
+  ``h`` and the params' ``unit`` (the halting unit of :func:`per_token`
+  and :func:`per_example`, the routers of
+  :func:`vcrnn_jax.routing.per_token`) in the computation dtype, and a
+  bool ``mask``, all checked: errors are one line that names ``caller``.
+  The computation dtype is ``dtype``, or else the unit's params' (which
+  follow the block's): a floating ``h`` of another dtype is cast, with a
+  warning that names the choice (and points at the caller of ``apply``).
+
+  Args:
+    caller: the function the errors and warnings name
+      (``'per_token.apply'``).
+    params: ``{'block': ..., unit: {'kernel': [features, ...], ...}}``.
+    h: ``[batch, time, features]``, ``time >= min_time``.
+    mask: ``[batch, time]``, the real positions; None: all real.
+    extra: a pytree whose leaves lead with the batch axis.
+    dtype: the computation dtype, or None (the unit's param dtype).
+    unit: the params' entry beside ``'block'``.
+    unit_name: how the warning names the unit's owner (``"the halting
+      unit's"``, ``"the routers'"``).
+    min_time: the fewest positions ``h`` may have.
+
+  Returns:
+    ``(params, h, mask)``: the params with the unit cast, ``h`` cast, and
+    ``mask`` as bool.
+
+  Raises:
+    ValueError: ``h`` is not ``[batch, time, features]`` with ``time >=
+      min_time``, its width is not the params', ``mask`` is not ``[batch,
+      time]``, or a leaf of ``extra`` does not lead with the batch axis.
   """
   h = jnp.asarray(h)
-  if h.ndim != 3:
-    raise ValueError(f'{caller}: h must be [batch, time, features], got '
-                     f'shape {tuple(h.shape)}.')
-  kernel = params['halting']['kernel']
+  if h.ndim != 3 or h.shape[1] < min_time:
+    least = f' with time >= {min_time}' if min_time else ''
+    raise ValueError(f'{caller}: h must be [batch, time, features]{least}, '
+                     f'got shape {tuple(h.shape)}.')
+  kernel = params[unit]['kernel']
   if h.shape[-1] != kernel.shape[0]:
     raise ValueError(
         f'{caller}: h has {h.shape[-1]} features, the params were made for '
@@ -319,14 +361,14 @@ def _prepare(caller: str, params: dict, h: Any, mask: Any, extra: Any,
   if (dtype is None and jnp.issubdtype(h.dtype, jnp.floating)
       and h.dtype != compute):
     warnings.warn(
-        f'{caller}: h is {h.dtype} but the halting unit\'s params are '
-        f'{compute}, so it computes in {compute} and returns {compute}; '
-        f'pass dtype=jnp.{h.dtype.name} to compute in {h.dtype.name} (the '
-        f'block must then return {h.dtype.name}), or give h in {compute}.',
+        f'{caller}: h is {h.dtype} but {unit_name} params are {compute}, so '
+        f'it computes in {compute} and returns {compute}; pass '
+        f'dtype=jnp.{h.dtype.name} to compute in {h.dtype.name} (the block '
+        f'must then return {h.dtype.name}), or give h in {compute}.',
         stacklevel=3)
   h = utils.cast(h, compute)
-  params = {**params, 'halting': jax.tree_util.tree_map(
-      lambda a: utils.cast(a, compute), params['halting'])}
+  params = {**params, unit: jax.tree_util.tree_map(
+      lambda a: utils.cast(a, compute), params[unit])}
   if mask is None:
     mask = jnp.ones(h.shape[:2], bool)
   elif tuple(jnp.shape(mask)) != h.shape[:2]:
@@ -382,53 +424,122 @@ def _act_rule(spec: _Spec, cum: jax.Array, h: jax.Array, n: jax.Array):
   return jnp.where(halts, 1.0 - cum, h), halts                     # (6, 8)
 
 
+def _act_halting(spec: _Spec, rows, lam, running, n, u):
+  """ACT's halting (Eq. 6-8, 13): ``(p_n, halts, rows)``.
+
+  ``rows`` holds ``cum`` and ``remainder`` of the shape of ``lam``
+  (``[B]`` per example, ``[B, T]`` per position); ``running`` marks the
+  entries still pondering, the others are left as they are.
+  """
+  del u  # ACT halts deterministically.
+  p, halts = _act_rule(spec, rows.cum, lam, n)
+  go_on = running & ~halts
+  return p, halts, rows._replace(
+      cum=jnp.where(go_on, rows.cum + lam, rows.cum),
+      remainder=jnp.where(running & halts, 1.0 - rows.cum, rows.remainder))
+
+
+def _pondernet_halting(spec: _Spec, rows, lam, running, n, u):
+  """PonderNet's halting (P2, P4, P5): ``(p_n, halts, rows)``.
+
+  ``rows`` holds ``cum`` and ``unhalted`` of the shape of ``lam`` (per
+  example or per position), ``u`` the P5 draws with a last axis of ``M``;
+  ``running`` as for :func:`_act_halting`.
+
+  The step where the unroll stops (the mass reaches ``1 - epsilon``, or
+  ``n = M``) is the last allowed one: ``lambda := 1`` there (P2), so the
+  ``p_n`` of every example (or position) sum to 1, as in
+  :func:`vcrnn_jax.ponder.pondernet`.
+  """
+  stop = ((rows.cum + lam * rows.unhalted >= 1.0 - spec.epsilon)
+          | (n + 1 >= spec.max_depth) | ~jnp.isfinite(lam))         # (P4)
+  lam = jnp.where(stop, 1.0, lam)                                   # (P2)
+  p = lam * rows.unhalted                                           # (P2)
+  if spec.inference == 'sample':
+    draw = lax.dynamic_index_in_dim(u, n, u.ndim - 1, keepdims=False)
+    halts = stop | (draw < lam)                                     # (P5)
+  elif spec.inference == 'median':
+    halts = stop | (rows.cum + p >= 0.5)                            # (P5)
+  else:
+    halts = stop
+  return p, halts, rows._replace(
+      cum=jnp.where(running, rows.cum + p, rows.cum),
+      unhalted=jnp.where(running, rows.unhalted * (1.0 - lam),
+                         rows.unhalted))
+
+
 class _TokenRows(NamedTuple):
   """Per-example carry of :func:`per_token`'s loop (positions inside)."""
   state: jax.Array      # [B, T, F] s^n; a halted position keeps its last
   acc: jax.Array        # [B, T, F] sum_n p^n s^n (Eq. 9)
   live: jax.Array       # [B, T] bool, the positions still pondering
-  cum: jax.Array        # [B, T] sum of h^n over the steps that did not halt
+  cum: jax.Array        # [B, T] ACT: sum of h^n not halting; PonderNet: sum p_j
   steps: jax.Array      # [B, T] int32 N
-  remainder: jax.Array  # [B, T] R, set on the halting step
+  remainder: jax.Array  # [B, T] R (PonderNet: p_N), set on the halting step
+  # PonderNet only, () with ACT (whose carry stays as it was):
+  unhalted: Any         # [B, T] prod_{j<n} (1 - lambda_j)
+  probs: Any            # [B, T, M] p_n
+
+
+def _token_rows(h: jax.Array, mask: jax.Array, spec: _Spec) -> _TokenRows:
+  """The loop's rows before the first depth step."""
+  zeros = jnp.zeros(h.shape[:2], h.dtype)
+  pondernet = spec.rule == 'pondernet'
+  return _TokenRows(
+      state=h, acc=jnp.zeros_like(h), live=mask, cum=zeros,
+      steps=jnp.zeros(h.shape[:2], jnp.int32), remainder=zeros,
+      unhalted=jnp.ones(h.shape[:2], h.dtype) if pondernet else (),
+      probs=(jnp.zeros(h.shape[:2] + (spec.max_depth,), h.dtype)
+             if pondernet else ()))
 
 
 def _token_step(block, spec: _Spec, shared, inputs, rows: _TokenRows,
                 running, n):
   """Depth step ``n`` of every position, for ``halting_loop``."""
   params, key = shared
-  mask, extra = inputs
+  mask, extra, uniforms = inputs
   new = block(params['block'], rows.state, _context(mask, extra, key, n))
   feats = rows.state if spec.reads == 'input' else new
-  h = pondering.halting_probability(params['halting'], feats)      # [B, T]
+  lam = pondering.halting_probability(params['halting'], feats)    # [B, T]
   live = rows.live & running[:, None]
-  p, halts = _act_rule(spec, rows.cum, h, n)
-  w = jnp.where(live, p, 0.0)[..., None]
+  halting = _act_halting if spec.rule == 'act' else _pondernet_halting
+  p, halts, nxt = halting(spec, rows, lam, live, n, uniforms)
+  # The state's weights: p_n in training, one-hot at the halting step at
+  # inference (P5), so the state passed on is s^N there.
+  w = p if spec.inference == 'train' else halts.astype(p.dtype)
+  w = jnp.where(live, w, 0.0)[..., None]
   live3 = live[..., None]
-  rows = _TokenRows(
+  nxt = nxt._replace(
       # A halted position is frozen, but the block still reads it (as key
       # and value) while the others go on.
       state=jnp.where(live3, new, rows.state),
       acc=rows.acc + jnp.where(live3, w * new, 0.0),                # (9)
       live=live & ~halts,
-      cum=jnp.where(live & ~halts, rows.cum + h, rows.cum),
-      steps=rows.steps + live.astype(jnp.int32),
-      remainder=jnp.where(live & halts, 1.0 - rows.cum, rows.remainder))
-  return rows, running & jnp.any(rows.live, axis=-1)
+      steps=rows.steps + live.astype(jnp.int32))
+  if spec.rule == 'pondernet':
+    nxt = nxt._replace(
+        remainder=jnp.where(live & halts, p, rows.remainder),
+        probs=lax.dynamic_update_index_in_dim(
+            rows.probs, jnp.where(live, p, 0.0), n, 2))
+  return nxt, running & jnp.any(nxt.live, axis=-1)
 
 
 def per_token(
     block: Callable[[Any, jax.Array, BlockContext], jax.Array],
     *,
     max_depth: int,
-    epsilon: float = _ACT.epsilon,
-    halting_bias: float = _ACT.halting_bias,
-    halting_reads: str = 'input',
+    halting: str = 'act',
+    epsilon: float | None = None,
+    halting_bias: float | None = None,
+    inference: str = 'train',
+    halting_reads: str | None = None,
     loop: loops.LoopConfig | str = loops.LoopConfig(),
     kernel_init: Any = utils.default_kernel_init,
     param_dtype: Any = None,
     dtype: Any = None,
 ) -> Depth:
-  r"""ACT per position over a shared block: Universal Transformer halting.
+  r"""Halting per position over a shared block: Universal Transformer ACT
+  (or PonderNet per position).
 
   The block ``B`` maps all positions ``S = (s_1, ..., s_T)`` at once. From
   ``s_t^0``, the input at position ``t``, at depth step ``n = 1, 2, ...``
@@ -457,7 +568,65 @@ def per_token(
   for differentiation (ACT Sec. 2.2); gradients reach the halting unit
   through ``R(t)`` and the ``p_t^n``.
 
-  What it follows of tensor2tensor's ``universal_transformer_act``
+  ``halting='pondernet'`` puts PonderNet's halting distribution (the
+  equations of :func:`vcrnn_jax.ponder.pondernet` and of
+  :func:`per_example`, numbered as there) on every real position ``t``
+  instead, with its own ``lambda_t^n``; the block, the frozen halted
+  positions and the loop are as above:
+
+  .. math::
+
+    \lambda_t^n = \sigma(w_\lambda \cdot s_t^n + b_\lambda)\
+      \text{(reads='output', the default)} \quad\text{or}\quad
+      \sigma(w_\lambda \cdot s_t^{n-1} + b_\lambda)\ \text{('input')}
+                                                              \quad (P1)
+
+    p_t^n = \lambda_t^n \textstyle\prod_{j<n} (1 - \lambda_t^j), \quad
+    \lambda_t^{N(t)} := 1                                     \quad (P2)
+
+    N(t) = \min\{M, \min\{n' : \textstyle\sum_{n \le n'} p_t^n
+        \ge 1 - \epsilon\}\}                                  \quad (P4)
+
+    \mathrm{out}_t = \textstyle\sum_{n \le N(t)} p_t^n s_t^n, \quad
+    \rho_t = \textstyle\sum_{n \le N(t)} n\, p_t^n
+
+    L = \mathcal{L}(\mathrm{out}) + \beta \textstyle\sum_t
+        \mathrm{KL}(p_t \,\|\, p_G), \quad
+    p_G(n) = \lambda_p (1 - \lambda_p)^{n - 1}                \quad (P3)
+
+  so the ``p_t^n`` of a position sum to 1 (``out.probs``, ``[batch, time,
+  M]``); ``rho_t`` is the expected number of steps and ``out.remainder``
+  the last step's ``p_t^{N(t)}``. ``N(t)`` is a constant for
+  differentiation; gradients reach the halting unit through every
+  ``p_t^n``. The KL term is :func:`vcrnn_jax.ponder.kl_to_geometric` of
+  ``out`` (``[batch]``, summed over the positions; padding, which takes no
+  step, adds 0). The task loss reads the mean field ``out_t``, where
+  PonderNet's P3 weighs a loss of every step's prediction (``sum_n p_n
+  L(y_n)``, which :func:`per_example` gives with a ``readout``). At
+  inference (P5) ``inference='sample'`` halts a position at step ``n``
+  with probability ``lambda_t^n`` (drawn from ``key``), and ``'median'``
+  where ``sum_{j <= n} p_t^j`` first reaches 1/2; either passes on
+  ``s_t^{N(t)}``, the position stops there (frozen, still read by the
+  others, so theirs are not the training path's states), and ``probs``
+  end at that step.
+
+  >>> import jax, jax.numpy as jnp
+  >>> from vcrnn_jax import depth, ponder
+  >>> def block(params, h, context):
+  ...   del context                      # no attention: positions independent
+  ...   return h + jnp.tanh(h @ params['w'])
+  >>> net = depth.per_token(block, max_depth=6, halting='pondernet')
+  >>> params = net.init(jax.random.key(0), 4, {'w': jnp.eye(4)})
+  >>> h = jax.random.normal(jax.random.key(1), (2, 5, 4))
+  >>> mask = jnp.arange(5)[None] < jnp.array([[5], [3]])   # lengths 5, 3
+  >>> out_h, out = net.apply(params, h, mask)
+  >>> out.probs.shape, out.steps[1, 3:].tolist()
+  ((2, 5, 6), [0, 0])
+  >>> kl = ponder.kl_to_geometric(out, 0.2, mask)          # [batch] (P3)
+  >>> kl_mean = jnp.sum(kl) / jnp.sum(mask, dtype=kl.dtype)  # per position
+  >>> loss = jnp.mean(out_h ** 2) + 0.01 * kl_mean          # beta = 0.01
+
+  What the ACT rule follows of tensor2tensor's ``universal_transformer_act``
   (``tensor2tensor/models/research/universal_transformer_util.py`` at
   commit ``bafdc1b6``, lines 1023-1195) and where it differs:
 
@@ -496,10 +665,15 @@ def per_token(
       ``context`` is a :class:`BlockContext` (mask the padded keys).
     max_depth: ``M``, the most block applications (tensor2tensor:
       ``act_max_steps``, twice the layers).
-    epsilon: ``epsilon`` of Eq. 7, in ``(0, 1)``.
-    halting_bias: initial ``b_h``.
+    halting: ``'act'`` (ACT per position, the Universal Transformer's) or
+      ``'pondernet'`` (PonderNet's halting distribution per position).
+    epsilon: ``epsilon`` of Eq. 7 (P4); None: the method's (ACT 0.01 in
+      ``(0, 1)``, PonderNet 0.05 in ``[0, 1)``).
+    halting_bias: initial ``b_h``; None: the method's (ACT 1, PonderNet 0).
+    inference: ``'train'``, ``'sample'`` or ``'median'`` (PonderNet only).
     halting_reads: ``'input'`` (``s^{n-1}``, tensor2tensor) or
-      ``'output'`` (``s^n``, ACT Eq. 5).
+      ``'output'`` (``s^n``, ACT Eq. 5, PonderNet's P1); None: the
+      method's (ACT ``'input'``, PonderNet ``'output'``).
     loop: a :class:`vcrnn_jax.loops.LoopConfig` or its ``kind``; the same
       values and gradients whatever it says (``'scan'``: the masked scan).
     kernel_init: initialiser of ``w_h`` (LeCun normal).
@@ -517,33 +691,38 @@ def per_token(
 
   References:
     Dehghani et al., Universal Transformers, 2019, Sec. 2.2; Graves,
-    Adaptive Computation Time, 2016, Eq. 5-13.
+    Adaptive Computation Time, 2016, Eq. 5-13; Banino et al., PonderNet,
+    2021.
   """
   block = check_function('block', block)
-  spec = _Spec(check_positive_int('max_depth', max_depth),
-               _check_epsilon(epsilon, low_closed=False),
-               _check_choice('halting_reads', halting_reads, HALTING_READS),
-               'act', 'train')
+  pondernet = halting == 'pondernet'
+  if halting_reads is None:    # tensor2tensor's for ACT, P1's for PonderNet
+    halting_reads = 'output' if pondernet else 'input'
+  spec = _method_spec(max_depth, halting, epsilon, inference, halting_reads)
+  if halting_bias is None:
+    halting_bias = (_PONDER if pondernet else _ACT).halting_bias
   loop = loops.as_loop_config(loop)
   dtype = check_dtype('dtype', dtype, optional=True)
 
   def apply(params, h, mask=None, *, key=None, extra=None,
             caller='per_token.apply'):
-    params, h, mask = _prepare(caller, params, h, mask, extra, dtype)
+    params, h, mask = prepare_inputs(caller, params, h, mask, extra,
+                                     dtype)
     _check_block(caller, block, 'block', params['block'], h, mask, extra,
                  key, same_shape=True)
-    zeros = jnp.zeros(h.shape[:2], h.dtype)
-    rows = _TokenRows(state=h, acc=jnp.zeros_like(h), live=mask, cum=zeros,
-                      steps=jnp.zeros(h.shape[:2], jnp.int32),
-                      remainder=zeros)
+    uniforms = _uniforms(spec, key, h.shape[:2], h.dtype, caller)
     final, taken = loops.halting_loop(
         functools.partial(_token_step, block, spec), (params, key),
-        (mask, extra), rows, jnp.any(mask, axis=-1),
-        max_steps=spec.max_depth, loop=loop)
-    ponder = final.steps.astype(h.dtype) + final.remainder           # (10)
+        (mask, extra, uniforms), _token_rows(h, mask, spec),
+        jnp.any(mask, axis=-1), max_steps=spec.max_depth, loop=loop)
+    if spec.rule == 'act':
+      ponder = final.steps.astype(h.dtype) + final.remainder         # (10)
+      probs = None
+    else:
+      ponder, probs = _expected_steps(final.probs), final.probs
     return jnp.where(mask[..., None], final.acc, h), TokenDepthOutput(
         ponder=ponder, steps=final.steps, remainder=final.remainder,
-        depth=taken)
+        depth=taken, probs=probs)
 
   return Depth(_init_fn(kernel_init, halting_bias, param_dtype), apply)
 
@@ -560,39 +739,6 @@ class _ExampleRows(NamedTuple):
   unhalted: jax.Array   # [B] PonderNet: prod_{j<n} (1 - lambda_j)
   remainder: jax.Array  # [B] ACT: R
   steps: jax.Array      # [B] int32 N
-
-
-def _act_halting(spec: _Spec, rows: _ExampleRows, lam, running, n, u):
-  """ACT over the pooled state: ``(p_n, halts, rows)`` (Eq. 6-8, 13)."""
-  del u  # ACT halts deterministically.
-  p, halts = _act_rule(spec, rows.cum, lam, n)
-  go_on = running & ~halts
-  return p, halts, rows._replace(
-      cum=jnp.where(go_on, rows.cum + lam, rows.cum),
-      remainder=jnp.where(running & halts, 1.0 - rows.cum, rows.remainder))
-
-
-def _pondernet_halting(spec: _Spec, rows: _ExampleRows, lam, running, n, u):
-  """PonderNet's halting (P2, P4, P5): ``(p_n, halts, rows)``.
-
-  The step where the unroll stops (the mass reaches ``1 - epsilon``, or
-  ``n = M``) is the last allowed one: ``lambda := 1`` there (P2), so the
-  ``p_n`` of every example sum to 1, as in :func:`vcrnn_jax.ponder.pondernet`.
-  """
-  stop = ((rows.cum + lam * rows.unhalted >= 1.0 - spec.epsilon)
-          | (n + 1 >= spec.max_depth) | ~jnp.isfinite(lam))         # (P4)
-  lam = jnp.where(stop, 1.0, lam)                                   # (P2)
-  p = lam * rows.unhalted                                           # (P2)
-  if spec.inference == 'sample':
-    halts = stop | (lax.dynamic_index_in_dim(u, n, 1, False) < lam)  # (P5)
-  elif spec.inference == 'median':
-    halts = stop | (rows.cum + p >= 0.5)                            # (P5)
-  else:
-    halts = stop
-  return p, halts, rows._replace(
-      cum=jnp.where(running, rows.cum + p, rows.cum),
-      unhalted=jnp.where(running, rows.unhalted * (1.0 - lam),
-                         rows.unhalted))
 
 
 def _example_step(block, readout, spec: _Spec, shared, inputs,
@@ -644,18 +790,27 @@ def _example_rows(h, y_shape, spec: _Spec) -> _ExampleRows:
       steps=jnp.zeros((batch,), jnp.int32))
 
 
-def _uniforms(spec: _Spec, key, batch: int, dtype, caller: str):
-  """The draws of P5's Bernoulli halting, one per example and step."""
+def _uniforms(spec: _Spec, key, rows: tuple[int, ...], dtype, caller: str):
+  """The draws of P5's Bernoulli halting, one per row (an example, or a
+  position: ``rows`` is ``(batch,)`` or ``(batch, time)``) and step."""
   if spec.inference != 'sample':
     return None
   if key is None:
     raise ValueError(f"{caller}: key is None; pass key=... (inference="
                      "'sample' samples the halting from it).")
   return jax.random.uniform(jax.random.fold_in(key, _HALT_STREAM),
-                            (batch, spec.max_depth), dtype)
+                            rows + (spec.max_depth,), dtype)
 
 
-def _example_spec(max_depth, halting, epsilon, inference, halting_reads):
+def _expected_steps(probs: jax.Array) -> jax.Array:
+  """PonderNet's ponder, ``sum_n n p_n`` over the last axis (``M``)."""
+  n = jnp.arange(1, probs.shape[-1] + 1, dtype=probs.dtype)
+  return jnp.sum(probs * n.reshape((1,) * (probs.ndim - 1) + (-1,)), axis=-1)
+
+
+def _method_spec(max_depth, halting, epsilon, inference,
+                 halting_reads) -> _Spec:
+  """The settings checked; ``epsilon`` None: the method's."""
   rule = _check_choice('halting', halting, HALTING_RULES)
   pondernet = rule == 'pondernet'
   if epsilon is None:
@@ -758,8 +913,8 @@ def per_example(
   block = check_function('block', block)
   if readout is not None:
     readout = check_function('readout', readout)
-  spec = _example_spec(max_depth, halting, epsilon, inference,
-                       halting_reads)
+  spec = _method_spec(max_depth, halting, epsilon, inference,
+                      halting_reads)
   if halting_bias is None:
     halting_bias = (_PONDER if spec.rule == 'pondernet'
                     else _ACT).halting_bias
@@ -768,13 +923,14 @@ def per_example(
 
   def apply(params, h, mask=None, *, key=None, extra=None,
             caller='per_example.apply'):
-    params, h, mask = _prepare(caller, params, h, mask, extra, dtype)
+    params, h, mask = prepare_inputs(caller, params, h, mask, extra,
+                                     dtype)
     _check_block(caller, block, 'block', params['block'], h, mask, extra,
                  key, same_shape=True)
     y_shape = None if readout is None else _check_block(
         caller, readout, 'readout', params['block'], h, mask, extra, key,
         same_shape=False)
-    uniforms = _uniforms(spec, key, h.shape[0], h.dtype, caller)
+    uniforms = _uniforms(spec, key, h.shape[:1], h.dtype, caller)
     final, taken = loops.halting_loop(
         functools.partial(_example_step, block, readout, spec),
         (params, key), (mask, extra, uniforms), _example_rows(h, y_shape, spec),
@@ -782,8 +938,7 @@ def per_example(
     if spec.rule == 'act':
       cost = final.steps.astype(h.dtype) + final.remainder            # (10)
     else:
-      n = jnp.arange(1, spec.max_depth + 1, dtype=h.dtype)
-      cost = jnp.sum(final.probs * n[None], axis=-1)        # sum_n n p_n
+      cost = _expected_steps(final.probs)
     output, outputs = final.answer or (None, None)
     return jnp.where(mask[..., None], final.acc, h), ExampleDepthOutput(
         output=output, outputs=outputs, probs=final.probs,

@@ -1285,7 +1285,8 @@ class _Depth(nn.Module):
 
 class PerTokenDepth(_Depth):
   """:func:`vcrnn_jax.depth.per_token` around a Linen block: Universal
-  Transformer halting, ACT per position.
+  Transformer halting, ACT per position (or PonderNet's halting per
+  position, ``halting='pondernet'``).
 
   ``block`` is any ``flax.linen.Module`` whose ``__call__`` maps ``h``
   ``[batch, time, features]`` to the same shape and dtype; it is given the
@@ -1299,7 +1300,9 @@ class PerTokenDepth(_Depth):
   ``mask`` ``[batch, time]`` bool (None: no padding), ``extra`` a pytree
   of ``[batch, ...]`` leaves for the block's context, returns ``(h,
   output)`` as the pure ``apply`` (a
-  :class:`~vcrnn_jax.depth.TokenDepthOutput` here).
+  :class:`~vcrnn_jax.depth.TokenDepthOutput` here; with
+  ``halting='pondernet'`` its ``probs`` give the KL to the geometric prior,
+  and ``inference='sample'`` draws the exits from ``key=``).
 
   **Params.** ``variables['params']`` is the pure params tree, ``{'block':
   the block's params, 'halting': {'kernel', 'bias'}}``, so the pure
@@ -1346,9 +1349,11 @@ class PerTokenDepth(_Depth):
     >>> loss = jnp.mean(out_h ** 2) + 0.01 * depth.mean_ponder(out)
   """
   max_depth: int
-  epsilon: float = _PER_TOKEN.epsilon
-  halting_bias: float = _PER_TOKEN.halting_bias
-  halting_reads: str = _PER_TOKEN.halting_reads
+  halting: str = _PER_TOKEN.halting
+  epsilon: float | None = _PER_TOKEN.epsilon
+  halting_bias: float | None = _PER_TOKEN.halting_bias
+  inference: str = _PER_TOKEN.inference
+  halting_reads: str | None = _PER_TOKEN.halting_reads
   loop: loops.LoopConfig | str = _PER_TOKEN.loop
   kernel_init: Initializer = _PER_TOKEN.kernel_init
   param_dtype: Any = _PER_TOKEN.param_dtype

@@ -1592,8 +1592,9 @@ class _Depth(nnx.Module):
   ``self.block``); subclasses give the pure factory and its options."""
 
   _factory: Callable[..., depth.Depth]
-  # Options stored under another name: PerExampleDepth's ``halting`` rule
-  # would shadow the halting unit's params, ``self.halting``.
+  # Options stored under another name: the ``halting`` rule of
+  # PerTokenDepth and PerExampleDepth would shadow the halting unit's
+  # params, ``self.halting``.
   _renamed: Mapping[str, str] = MappingProxyType({})
 
   def _setup(self, block: nnx.Module, features: int,
@@ -1700,7 +1701,8 @@ class _Depth(nnx.Module):
 
 class PerTokenDepth(_Depth):
   """:func:`vcrnn_jax.depth.per_token` around an NNX block: Universal
-  Transformer halting, ACT per position.
+  Transformer halting, ACT per position (or PonderNet's halting per
+  position, ``halting='pondernet'``).
 
   ``block`` is any ``nnx.Module`` whose ``__call__`` maps ``h`` ``[batch,
   time, features]`` to the same shape and dtype; it is given the depth
@@ -1709,7 +1711,9 @@ class PerTokenDepth(_Depth):
   (:func:`vcrnn_jax.linen.call_with_context`): a block that attends should
   take it and mask its keys with ``context.mask``. ``features`` is ``h``'s
   width (the halting unit is drawn at construction, as NNX modules draw
-  their params); the other arguments are ``per_token``'s.
+  their params); the other arguments are ``per_token``'s, the halting rule
+  ``halting`` kept as ``self.halting_rule`` (``self.halting`` holds the
+  halting unit's params), as in :class:`PerExampleDepth`.
 
   **Call.** ``module(h, mask=None, *, extra=None, key=None)``, ``h``
   ``[batch, time, features]``, ``mask`` ``[batch, time]`` bool (None: no
@@ -1761,13 +1765,16 @@ class PerTokenDepth(_Depth):
     (['block', 'halting'], (2, 3, 8), 0)
   """
   _factory = staticmethod(depth.per_token)
+  _renamed = MappingProxyType({'halting': 'halting_rule'})
 
   def __init__(
       self, block: nnx.Module, features: int, *,
       max_depth: int,
-      epsilon: float = _PER_TOKEN.epsilon,
-      halting_bias: float = _PER_TOKEN.halting_bias,
-      halting_reads: str = _PER_TOKEN.halting_reads,
+      halting: str = _PER_TOKEN.halting,
+      epsilon: float | None = _PER_TOKEN.epsilon,
+      halting_bias: float | None = _PER_TOKEN.halting_bias,
+      inference: str = _PER_TOKEN.inference,
+      halting_reads: str | None = _PER_TOKEN.halting_reads,
       loop: loops.LoopConfig | str = _PER_TOKEN.loop,
       kernel_init: Initializer = _PER_TOKEN.kernel_init,
       param_dtype: Any = _PER_TOKEN.param_dtype,

@@ -63,14 +63,13 @@ from collections.abc import Callable, Sequence
 import math
 import numbers
 from typing import Any, NamedTuple
-import warnings
 
 import jax
 from jax import lax
 import jax.numpy as jnp
 import numpy as np
 
-from vcrnn_jax import compaction, utils
+from vcrnn_jax import compaction, depth, utils
 from vcrnn_jax.core import (
   check_dtype,
   check_function,
@@ -347,43 +346,6 @@ def _init_fn(kernel_init, router_bias: float, max_depth: int, param_dtype):
   return init
 
 
-def _prepare(caller: str, params: dict, h: Any, mask: Any, extra: Any,
-             dtype: Any):
-  """``h`` and the routers in the computation dtype, a bool ``mask``, all
-  checked (the rules of :func:`vcrnn_jax.depth.per_token`'s ``apply``)."""
-  h = jnp.asarray(h)
-  if h.ndim != 3 or h.shape[1] < 1:
-    raise ValueError(f'{caller}: h must be [batch, time, features] with '
-                     f'time >= 1, got shape {tuple(h.shape)}.')
-  kernel = params['router']['kernel']
-  if h.shape[-1] != kernel.shape[0]:
-    raise ValueError(
-        f'{caller}: h has {h.shape[-1]} features, the params were made for '
-        f'{kernel.shape[0]} (init(key, features, block_params)).')
-  compute = jnp.dtype(dtype if dtype is not None else kernel.dtype)
-  if (dtype is None and jnp.issubdtype(h.dtype, jnp.floating)
-      and h.dtype != compute):
-    warnings.warn(
-        f"{caller}: h is {h.dtype} but the routers' params are {compute}, "
-        f'so it computes in {compute} and returns {compute}; pass '
-        f'dtype=jnp.{h.dtype.name} to compute in {h.dtype.name}, or give h '
-        f'in {compute}.', stacklevel=3)
-  h = utils.cast(h, compute)
-  params = {**params, 'router': jax.tree_util.tree_map(
-      lambda a: utils.cast(a, compute), params['router'])}
-  if mask is None:
-    mask = jnp.ones(h.shape[:2], bool)
-  elif tuple(jnp.shape(mask)) != h.shape[:2]:
-    raise ValueError(f'{caller}: mask must be [batch, time] = '
-                     f'{h.shape[:2]}, got shape {tuple(jnp.shape(mask))}.')
-  for leaf in jax.tree_util.tree_leaves(extra):
-    if jnp.ndim(leaf) < 1 or jnp.shape(leaf)[0] != h.shape[0]:
-      raise ValueError(
-          f'{caller}: every leaf of extra must lead with the batch axis '
-          f'({h.shape[0]}), got shape {tuple(jnp.shape(leaf))}.')
-  return params, h, jnp.asarray(mask, bool)
-
-
 def _check_block(caller: str, block: Callable, params: Any, h: jax.Array,
                  extra: Any, key: Any) -> None:
   """One line unless ``block`` keeps the gathered ``h``'s shape and dtype."""
@@ -557,7 +519,9 @@ def per_token(
 
   def apply(params, h, mask=None, *, key=None, extra=None,
             caller='per_token.apply'):
-    params, h, mask = _prepare(caller, params, h, mask, extra, dtype)
+    params, h, mask = depth.prepare_inputs(
+        caller, params, h, mask, extra, dtype, unit='router',
+        unit_name="the routers'", min_time=1)
     _check_block(caller, block, params['block'], h, extra, key)
     time = h.shape[1]
     # k_r(n) for every n in 0..time, one row per step: static.
