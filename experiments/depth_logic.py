@@ -16,6 +16,13 @@ positions, then a 2x GELU MLP) applied
 
 * ``--halting=per_token``: to each position's own depth, ACT per position
   (the Universal Transformer's dynamic halting, ``depth.per_token``);
+* ``--halting=per_token_pondernet``: to each position's own depth, with
+  PonderNet's halting distribution per position
+  (``depth.per_token(halting='pondernet')``): the state passed on is the
+  mean field ``sum_n p_n s^n`` of each position, and the loss adds
+  ``--beta`` times the mean KL of the positions' ``p`` to a geometric
+  prior with ``--lambda_p`` (PonderNet's P3) instead of ``--tau``'s
+  ponder cost; ``ponder`` is the expected steps ``sum_n n p_n``;
 * ``--halting=per_example``: to each example's depth, ACT over the mean of
   its positions' states (``depth.per_example(halting='act')``);
 * ``--halting=route``: by capacity instead of halting, Mixture-of-
@@ -34,14 +41,14 @@ then a LayerNorm and one logit per position. The loss is binary
 cross-entropy at every gate position on the prefix result ``b_{i+1}``
 (``--targets=prefix``) or at the last gate only (``--targets=final``), plus
 ``--tau`` times the mean ponder ``N + R`` (ACT Eq. 12, ``depth.mean_ponder``)
-for the adaptive kinds. Every ``--eval_every`` steps metrics.jsonl gets, on
+for the ACT kinds. Every ``--eval_every`` steps metrics.jsonl gets, on
 ``--eval_batch_size`` fixed held-out examples: ``error`` (the fraction of
 examples whose final result ``b_{B+1}`` is wrong), ``token_error`` (the
 fraction of gate positions wrong), ``depth`` (block applications per
-position for per_token, per example otherwise), ``ponder`` and ``loss``.
-``--difficulty_report`` writes ``difficulty.csv``: per ``B`` the error and
-the mean depth (per_token: also per position index). results.json holds
-the final metrics (and those rows).
+position for the per-position kinds, per example otherwise), ``ponder``
+and ``loss``. ``--difficulty_report`` writes ``difficulty.csv``: per ``B``
+the error and the mean depth (per position: also per position index).
+results.json holds the final metrics (and those rows).
 
 The block gets no depth-step signal (UT Sec. 2.1 adds one): what the task
 needs is one rule, "combine my gate with my predecessor's bits", the same at
@@ -75,7 +82,10 @@ DIFFICULTY_CSV = 'difficulty.csv'
 
 flags.DEFINE_enum('halting', 'per_example', list(logic.HALTING),
                   'How deep the shared block runs: "per_token" (ACT per '
-                  'position, Universal Transformer halting), "per_example" '
+                  'position, Universal Transformer halting), '
+                  '"per_token_pondernet" (PonderNet\'s halting distribution '
+                  'per position, regularised by --beta and --lambda_p), '
+                  '"per_example" '
                   '(ACT over the pooled state of each example), "route" '
                   '(Mixture-of-Recursions: a router keeps the top '
                   '--capacity of the tokens at each step) or "fixed" '
@@ -100,7 +110,22 @@ _common.define_float('gate_scale', None, 'alpha of --halting=route\'s gate '
 _common.define_positive_int('depth', 12, 'Block applications of '
                             '--halting=fixed.')
 _common.define_float('tau', 0.01, 'Ponder cost weight tau (ACT Eq. 12) of '
-                     'per_token and per_example (route has none).')
+                     'per_token and per_example (route and '
+                     'per_token_pondernet have none).')
+_common.define_float('beta', logic.Model._field_defaults['beta'], 'Weight '
+                     'beta of the KL between each position\'s halting '
+                     'distribution and the geometric prior (PonderNet\'s '
+                     'P3; 0.01 in its public reproductions) in '
+                     '--halting=per_token_pondernet, which has no --tau.')
+_common.define_float('lambda_p', logic.Model._field_defaults['lambda_p'],
+                     'The geometric prior\'s halting probability lambda_p '
+                     'of --halting=per_token_pondernet, in (0, 1): a prior '
+                     'mean of 1/lambda_p block applications per position. '
+                     '0.2 gives 5: position i of a chain needs about i, '
+                     'about 4 on average over the gate positions of chains '
+                     'of B uniform on 1..10, so the prior asks for a little '
+                     'more than the task needs (PonderNet\'s reproductions '
+                     'use 0.1-0.2).', strict=True, upper=1.0)
 _common.define_positive_int('features', 64, 'Width of the token states.')
 _common.define_positive_int('heads', 4, 'Attention heads (they split '
                             '--features).')

@@ -2,8 +2,9 @@
 
 The token task is checked against vcrnn_jax.tasks.logic (the same examples,
 the same final targets) and against Eq. 21 applied by hand with its truth
-tables; each halting kind trains a few steps at a tiny size and writes its
-files; bad flags end with one line.
+tables; each halting kind (PonderNet per position among them) trains a
+few steps at a tiny size and writes its files; bad flags end with one
+line.
 """
 
 import csv
@@ -130,10 +131,30 @@ def test_route_trains_at_the_capacity_given(tmp_path):
   assert rows[0]['depth_1'] and not rows[0]['depth_2']   # per position
 
 
+def test_per_token_pondernet_trains_with_the_kl_to_a_geometric_prior(
+    tmp_path):
+  workdir = tmp_path / 'run'
+  proc = _run(TINY + ['--halting=per_token_pondernet', '--beta=0.5',
+                      '--lambda_p=0.3', '--difficulty_report'], workdir)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  last = json.loads((workdir / 'metrics.jsonl').read_text().splitlines()[-1])
+  for key in ('error', 'token_error', 'depth', 'ponder', 'loss'):
+    assert np.isfinite(last[key]), key
+  # N per position, and the expected steps sum_n n p_n <= N.
+  assert 1.0 - 1e-6 <= last['ponder'] <= last['depth'] + 1e-6 <= 4.0 + 1e-6
+  results = json.loads((workdir / 'results.json').read_text())
+  assert results['model']['beta'] == 0.5
+  assert results['model']['lambda_p'] == 0.3
+  with open(workdir / 'difficulty.csv', newline='') as f:
+    rows = list(csv.DictReader(f))
+  assert rows[0]['depth_1'] and not rows[0]['depth_2']   # per position
+
+
 @pytest.mark.parametrize('flag,needle', [
     ('--halting=deep', 'halting'),
     ('--heads=3', 'multiple of --heads'),
     ('--tau=-1', '--tau must be'),
+    ('--lambda_p=1', '--lambda_p must be'),
     ('--capacity=0.5', '--capacity is read by --halting=route only'),
     ('--capacity=1,x', '--capacity must be comma-separated fractions'),
 ])

@@ -13,6 +13,9 @@ self-attention over the real positions, then a 2x GELU MLP) applied
 * ``halting='per_token'``: to each position's own depth, ACT per position
   (the Universal Transformer's dynamic halting,
   :func:`vcrnn_jax.depth.per_token`);
+* ``halting='per_token_pondernet'``: to each position's own depth,
+  PonderNet's halting distribution per position
+  (:func:`vcrnn_jax.depth.per_token` with ``halting='pondernet'``);
 * ``halting='per_example'``: to each example's depth, ACT over the mean of
   its positions' states (:func:`vcrnn_jax.depth.per_example`);
 * ``halting='route'``: by capacity, Mixture-of-Recursions' expert-choice
@@ -25,9 +28,14 @@ then a LayerNorm and one logit per position. The loss (:func:`experiment`)
 is binary cross-entropy at every gate position on the prefix result
 ``b_{i+1}`` (``targets='prefix'``) or at the last gate only
 (``targets='final'``), plus ``tau`` times the mean ponder ``N + R`` (ACT Eq.
-12, :func:`vcrnn_jax.depth.mean_ponder`) for the halting kinds, or
-``aux_weight`` times the routers' BCE (:func:`vcrnn_jax.routing.aux_loss`)
-for ``route``.
+12, :func:`vcrnn_jax.depth.mean_ponder`) for the ACT kinds, ``beta`` times
+the mean KL of the positions' halting distributions to a geometric prior
+with ``lambda_p`` (PonderNet's P3, :func:`vcrnn_jax.ponder.kl_to_geometric`)
+for ``per_token_pondernet``, or ``aux_weight`` times the routers' BCE
+(:func:`vcrnn_jax.routing.aux_loss`) for ``route``. The BCE of
+``per_token_pondernet`` reads the prediction of the mean-field state
+``sum_n p_n s^n`` (PonderNet's P3 weighs the loss of every step's
+prediction instead; this keeps one readout for every kind).
 
 ``experiments.depth_logic`` trains :func:`run` of its flag values; its
 docstring has the command and what it reaches.
@@ -52,7 +60,7 @@ from jax import lax
 import jax.numpy as jnp
 import numpy as np
 
-from vcrnn_jax import depth, routing
+from vcrnn_jax import depth, ponder, routing
 from vcrnn_jax.models import SequenceModel
 from vcrnn_jax.tasks import logic_tokens
 from vcrnn_jax.training import runs as training_runs
@@ -76,9 +84,10 @@ __all__ = [
     'run',
 ]
 
-HALTING = ('per_token', 'per_example', 'route', 'fixed')
+HALTING = ('per_token', 'per_token_pondernet', 'per_example', 'route',
+           'fixed')
 # The kinds whose depth is per position.
-_PER_POSITION = ('per_token', 'route')
+_PER_POSITION = ('per_token', 'per_token_pondernet', 'route')
 TARGETS = ('prefix', 'final')
 _EVAL_SEED = 2**31 - 1        # held-out examples, apart from training's
 _REPORT_SEED = 2**31 - 2      # the per-B report's
@@ -92,13 +101,16 @@ class Model(NamedTuple):
   heads: int         # attention heads (they split features)
   max_depth: int     # most block applications M of the adaptive kinds
   depth: int         # block applications of halting='fixed'
-  tau: float         # ponder cost weight (ACT Eq. 12)
+  tau: float         # ponder cost weight (ACT Eq. 12) of the ACT kinds
   targets: str       # one of TARGETS
   num_gates: int     # longest chain B
   # halting='route' (runs recorded before it existed have no such flags):
   capacity: float | tuple[float, ...] | None = None   # c_r; None: MoR's
   aux_weight: float = 0.001   # weight of routing.aux_loss (MoR: 0.001)
   gate_scale: float | None = None   # alpha of the gate; None: routing's
+  # halting='per_token_pondernet' (PonderNet's P3):
+  beta: float = 0.01          # weight of the KL (PonderNet's reproductions)
+  lambda_p: float = 0.2       # the geometric prior's lambda_p, in (0, 1)
 
 
 def model_config(values: Mapping[str, Any]) -> Model:
@@ -111,6 +123,8 @@ def model_config(values: Mapping[str, Any]) -> Model:
   if model.features % model.heads:
     raise ValueError(f'--features={model.features} must be a multiple of '
                      f'--heads={model.heads}.')
+  if not 0.0 < model.lambda_p < 1.0:
+    raise ValueError(f'--lambda_p must be in (0, 1), got {model.lambda_p}.')
   if model.capacity is not None:
     if model.halting != 'route':
       raise ValueError(f'--capacity is read by --halting=route only, got '
@@ -197,6 +211,9 @@ def _adaptive(model: Model):
   step = functools.partial(block, heads=model.heads)
   if model.halting == 'per_token':
     return depth.per_token(step, max_depth=model.max_depth)
+  if model.halting == 'per_token_pondernet':
+    return depth.per_token(step, max_depth=model.max_depth,
+                           halting='pondernet')
   if model.halting == 'per_example':
     return depth.per_example(step, max_depth=model.max_depth, halting='act')
   if model.halting == 'route':
@@ -232,7 +249,9 @@ class Forward(NamedTuple):
   steps: jax.Array    # [n, T] block applications of each position
   ponder: jax.Array   # scalar, depth.mean_ponder (fixed: the depth; route:
                       # routing.mean_depth)
-  aux: Any = 0.0      # scalar, routing.aux_loss (route), else 0
+  aux: Any = 0.0      # scalar, the kind's regulariser: routing.aux_loss
+                      # (route), the mean KL to the geometric prior per
+                      # position (per_token_pondernet), else 0
 
 
 def _forward(model: Model, params, tokens: jax.Array,
@@ -254,11 +273,25 @@ def _forward(model: Model, params, tokens: jax.Array,
              else jnp.broadcast_to(out.steps[:, None], tokens.shape))
     routed = isinstance(out, routing.RoutingOutput)
     ponder = routing.mean_depth(out) if routed else depth.mean_ponder(out)
-    aux = routing.aux_loss(out) if routed else 0.0
+    if routed:
+      aux = routing.aux_loss(out)
+    elif model.halting == 'per_token_pondernet':
+      aux = _mean_kl(out, model.lambda_p, mask)
+    else:
+      aux = 0.0
   r = params['readout']
   logits = (_layer_norm(r['ln'], h) @ r['kernel'])[..., 0] + r['bias'][0]
   steps = jnp.where(mask, steps, 0)
   return Forward(logits, steps, ponder, aux)
+
+
+def _mean_kl(out: depth.TokenDepthOutput, lambda_p: float,
+             mask: jax.Array) -> jax.Array:
+  """KL(p_t || p_G) (P3) averaged over the real positions, as
+  :func:`vcrnn_jax.depth.mean_ponder` averages the ponder."""
+  kl = ponder.kl_to_geometric(out, lambda_p, mask)   # [n], summed over t
+  count = jnp.sum(mask.astype(kl.dtype))
+  return jnp.sum(kl) / jnp.maximum(count, 1.0)
 
 
 def forward(model: Model, params, batch: logic_tokens.TokenBatch) -> Forward:
@@ -339,14 +372,19 @@ def experiment(model: Model, *, batch_size: int,
   Every evaluation gives, on ``eval_batch_size`` fixed held-out examples:
   ``error`` (the fraction of examples whose final result ``b_{B+1}`` is
   wrong), ``token_error`` (the fraction of gate positions wrong), ``depth``
-  (block applications per position for per_token and route, per example
-  otherwise), ``ponder`` (route: the depth again) and ``loss``.
+  (block applications per position for per_token, per_token_pondernet and
+  route, per example otherwise), ``ponder`` (per_token_pondernet: the
+  expected steps ``sum_n n p_n``; route: the depth again) and ``loss``.
+  The loss adds the kind's cost: ``tau`` times the ponder (ACT kinds),
+  ``beta`` times the mean KL (per_token_pondernet), ``aux_weight`` times
+  the routers' BCE (route), nothing for fixed.
   """
   def loss(params, batch, info):
     del info  # No dropout and no schedules.
     stats = statistics(model, params, batch)
-    cost = {'fixed': 0.0, 'route': model.aux_weight * stats['aux']}.get(
-        model.halting, model.tau * stats['ponder'])
+    cost = {'fixed': 0.0, 'route': model.aux_weight * stats['aux'],
+            'per_token_pondernet': model.beta * stats['aux']}.get(
+                model.halting, model.tau * stats['ponder'])
     return stats['loss'] + cost, {k: stats[k] for k in (
         'loss', 'ponder', 'depth', 'error')}
 
