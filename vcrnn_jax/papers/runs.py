@@ -32,6 +32,7 @@ import jax.numpy as jnp
 from vcrnn_jax.core import Context
 from vcrnn_jax.models import SequenceModel
 from vcrnn_jax.papers.act import runs as act_runs
+from vcrnn_jax.papers.depth import lm as depth_lm
 from vcrnn_jax.papers.depth import logic as depth_logic
 from vcrnn_jax.papers.family import runs as family_runs
 from vcrnn_jax.papers.rehn import runs as rehn_runs
@@ -54,6 +55,7 @@ BINARIES: Mapping[str, Callable[[Mapping[str, Any]], Any]] = {
                                                     task=task)
        for task in ('addition', 'logic', 'parity', 'sort')},
     'experiments.act_wikipedia': act_runs.wikipedia_run,
+    'experiments.depth_lm': depth_lm.run,
     'experiments.depth_logic': depth_logic.run,
     'experiments.family_adding': family_runs.adding_run,
     'experiments.family_parity': family_runs.parity_run,
@@ -123,6 +125,10 @@ class Run:
     * ``depth_logic``: token ids ``[batch, T]`` (and ``mask``); ``ys`` is
       a :class:`~vcrnn_jax.papers.depth.logic.Forward` (``steps``,
       ``ponder``).
+    * ``depth_lm``: character ids ``[batch, T]``, full windows of at most
+      ``context``; logits ``[batch, T, V]`` and ``ys`` a
+      :class:`~vcrnn_jax.papers.depth.lm.Forward` (``steps``, ``ponder``;
+      route by its causal threshold rule, as evaluated).
 
     Example (a tiny ACT parity run trained in ``workdir``)::
 

@@ -9,6 +9,11 @@ difficulty).
 * :mod:`~vcrnn_jax.papers.depth.logic`: the model (a shared Transformer
   block, its depth per token, per example or fixed), its experiment on the
   token logic task and the run of ``experiments.depth_logic``'s flags.
+* :mod:`~vcrnn_jax.papers.depth.lm`: a causal character language model
+  on the same shared block (fixed depth, ACT per character, or capacity
+  routing evaluated by its causal threshold rule), its multiplications per
+  character, its depth per character class and the run of
+  ``experiments.depth_lm``'s flags.
 """
 
 # Nothing at the package level: the modules listed above are the API.
