@@ -12,13 +12,18 @@ mean depth of each position index):
   pooled state of each example);
 * ``depth/logic_per_token``: ``--halting=per_token`` (the Universal
   Transformer's per-position halting);
+* ``depth/logic_per_token_pondernet``: ``--halting=per_token_pondernet``
+  (PonderNet's halting distribution per position, its KL to a geometric
+  prior);
+* ``depth/logic_route_m7``: ``--halting=route --max_depth=7`` (Mixture-of-
+  Recursions' capacity routing at about fixed depth 4's compute);
 * ``depth/logic_fixed4``: ``--halting=fixed --depth=4``, about the
   per-example model's mean depth: the fixed-depth model of equal compute;
 * ``depth/logic_fixed12``: ``--halting=fixed --depth=12``, the adaptive
   models' maximum depth: the fixed-depth model of more compute.
 
 Another ``depth/logic_*`` folder gets a row in the tables and a line in the
-figures, labelled from its flags; the claims read the four above.
+figures, labelled from its flags; the claims read the six above.
 
 :func:`outputs` gives the summary (``depth/summary.md``: each claim, its
 source, and a verdict of :mod:`experiments.reports.verdicts` with its
@@ -44,6 +49,7 @@ __all__ = [
     'PER_TOKEN',
     'FIXED_EQUAL',
     'FIXED_MAX',
+    'PER_TOKEN_PONDERNET',
     'ROUTE',
     'GATES',
     'GROWTH_SLOPE',
@@ -77,7 +83,10 @@ FIXED_MAX = 'depth/logic_fixed12'
 # MoR's capacity schedule (M - r)/M over M = 7 steps sums to a mean depth
 # of 4 before the floor of each step's top-k rounds it down.
 ROUTE = 'depth/logic_route_m7'
-_ADAPTIVE = (PER_EXAMPLE, PER_TOKEN, ROUTE)
+# PonderNet's halting distribution per position (its prior lambda_p 0.2: a
+# mean of 5 steps), the per-token kind with PonderNet's loss.
+PER_TOKEN_PONDERNET = 'depth/logic_per_token_pondernet'
+_ADAPTIVE = (PER_EXAMPLE, PER_TOKEN, PER_TOKEN_PONDERNET, ROUTE)
 # The longest chain of the task (ACT Sec. 3.2: 1 to 10 gates).
 GATES = 10
 # "Depth grows with the chain": the longest chains (B = 10) take at least
@@ -94,6 +103,7 @@ GROWTH_SLOPE = 1 / (GATES - 1)
 POSITION_SLOPE = 1 / (GATES - 1)
 # The four folders in words, for a claim whose folder has no record yet.
 _NAMES = {PER_EXAMPLE: 'per example', PER_TOKEN: 'per token',
+          PER_TOKEN_PONDERNET: 'per token, PonderNet',
           ROUTE: 'routing, 7 steps', FIXED_EQUAL: 'fixed depth 4',
           FIXED_MAX: 'fixed depth 12'}
 SUMMARY_HEADER = ['claim', 'the papers', 'verdict', 'here', 'criterion']
@@ -149,6 +159,8 @@ def label(folder: str, runs: Sequence[Mapping[str, Any]]) -> str:
     return f'fixed depth {flags["depth"]}'
   if halting in ('per_example', 'per_token'):
     return halting.replace('_', ' ')
+  if halting == 'per_token_pondernet':
+    return 'per token, PonderNet'
   if halting == 'route':
     return f'routing, {flags.get("max_depth")} steps'
   return _NAMES.get(folder, folder.removeprefix(PREFIX).replace('_', ' '))
