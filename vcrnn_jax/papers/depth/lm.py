@@ -71,7 +71,8 @@ vocabulary):
   \text{mults} = \frac{1}{T}\sum_t \sum_{r < s_t} c(w_r) + F V
 
 which is ``D c(T) + F V`` for ``fixed`` at depth ``D``, ``\bar N c(T) + F
-V`` for ``per_token`` at mean depth ``\bar N``, and ``\frac{1}{T}\sum_r
+V`` for ``per_token`` and ``per_token_pondernet`` at mean depth ``\bar
+N`` (the applications taken, not PonderNet's expected steps), and ``\frac{1}{T}\sum_r
 k_r c(k_r) + F V`` for route's top-k. ``mults_run`` is what this
 implementation computes instead: ``per_token`` runs the block on every
 position of the batch until its deepest halts (``TokenDepthOutput.depth``
@@ -91,8 +92,8 @@ docstring has the command and the measured speed.
 
 Adding a mode is one row of :data:`MODES` (a :class:`Mode`: the depth
 wrapper, the loss term, the key slots of each step, whether a unit is read
-per application); a ``'per_token_pondernet'`` row would wrap the same
-block in the halting wrapper with PonderNet's rule and add its KL.
+per application); ``'per_token_pondernet'`` is such a row: the same
+halting wrapper with PonderNet's rule, and its KL as the loss term.
 
 Example::
 
