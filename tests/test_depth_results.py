@@ -7,6 +7,7 @@ import pathlib
 import pytest
 
 from experiments.reports import records, results
+from experiments.reports.depth import lm
 from experiments.reports.depth import results as depth
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -219,9 +220,12 @@ def test_difficulty_table_is_the_mean_over_seeds():
 def test_outputs_draw_and_round_trip(tmp_path):
   assert depth.outputs({'act/parity': [_record(0, 0.01)]}) == []
   outs = depth.outputs(_groups())
+  # Then the character language model's, written without records too
+  # (tests/test_depth_lm_results.py).
+  lm_paths = [o.path for o in lm.outputs({})]
   assert [o.path for o in outs] == [
       'depth/summary.md', 'depth/logic.md', 'depth/logic_difficulty.md',
-      'depth/logic_difficulty.svg', 'depth/logic_positions.svg']
+      'depth/logic_difficulty.svg', 'depth/logic_positions.svg', *lm_paths]
   data = {o.path: o.data for o in outs}
   assert list(data['depth/logic_difficulty.svg']) == [
       'per example', 'per token', 'fixed depth 4', 'fixed depth 12']
@@ -235,7 +239,7 @@ def test_outputs_draw_and_round_trip(tmp_path):
   # Without a difficulty report: the tables say so, no figure.
   bare = depth.outputs({depth.PER_EXAMPLE: [_record(0, 0.01, report=False)]})
   assert [o.path for o in bare] == ['depth/summary.md', 'depth/logic.md',
-                                    'depth/logic_difficulty.md']
+                                    'depth/logic_difficulty.md', *lm_paths]
   assert bare[2].text == 'No record yet.\n'
 
 

@@ -110,6 +110,7 @@ __all__ = [
     'table',
     'span_text',
     'seeds_text',
+    'commands',
     'provenance',
     'content_hash',
     'MANIFEST',
@@ -557,6 +558,22 @@ def seeds_text(records: Sequence[Mapping[str, Any]]) -> str:
   of ``records``."""
   seeds = {r['seed'] for r in records if r.get('seed') is not None}
   return ('seed ' if len(seeds) == 1 else 'seeds ') + span_text(seeds)
+
+
+_SEED_FLAG = re.compile(r'(?<=seed=)\d+')
+
+
+def commands(runs: Sequence[Mapping[str, Any]]) -> list[str]:
+  """The distinct commands that made ``runs`` (each start of each run, the
+  seed written ``S``), in the order first met: the training command, then
+  a report's rerun (``--difficulty_report``, ``--class_report``)."""
+  out = []
+  for run in runs:
+    starts = [s.get('command') for s in run.get('starts') or []]
+    for command in [c for c in starts if c] or [run.get('command')]:
+      if command:
+        out.append(_SEED_FLAG.sub('S', command))
+  return list(dict.fromkeys(out))
 
 
 def provenance(records: Sequence[Mapping[str, Any]]) -> str:

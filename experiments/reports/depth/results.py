@@ -33,14 +33,21 @@ criterion), the table per configuration with the commands that made it
 per-token depth of each position in the longest chains
 (``depth/logic_positions.svg``). No paper trains this task: the claims are
 the Universal Transformer's (Dehghani et al. 2019) and ACT's (Graves 2016).
+
+The same page's character language model (``python -m
+experiments.depth_lm``, folders ``depth/lm_*``) has its own claims, tables
+and figures, in :mod:`experiments.reports.depth.lm`; :func:`outputs` adds
+them (``depth/lm_summary.md``, ``depth/lm.md``, ``depth/lm_classes.md``,
+``depth/lm_pareto.svg``, ``depth/lm_classes.svg``), written with or without
+records, so the page's includes always find them.
 """
 
 from collections.abc import Callable, Mapping, Sequence
-import re
 import statistics
 from typing import Any
 
 from experiments.reports import plots, records, verdicts, verify
+from experiments.reports.depth import lm
 
 __all__ = [
     'PAPER',
@@ -62,7 +69,6 @@ __all__ = [
     'depth_slope',
     'position_depths',
     'position_slope',
-    'commands',
     'summary_text',
     'logic_table',
     'difficulty_table',
@@ -240,22 +246,6 @@ def position_slope(run: Mapping[str, Any]) -> float | None:
 def _final(run: Mapping[str, Any], key: str) -> float | None:
   value = (run.get('final') or {}).get(key)
   return None if value is None else float(value)
-
-
-_SEED = re.compile(r'(?<=seed=)\d+')
-
-
-def commands(runs: Sequence[Mapping[str, Any]]) -> list[str]:
-  """The distinct commands that made ``runs`` (each start of each run, the
-  seed written ``S``), in the order first met: the training command, then
-  the difficulty report's."""
-  out = []
-  for run in runs:
-    starts = [s.get('command') for s in run.get('starts') or []]
-    for command in [c for c in starts if c] or [run.get('command')]:
-      if command:
-        out.append(_SEED.sub('S', command))
-  return list(dict.fromkeys(out))
 
 
 # ----------------------------------------------------------------------------
@@ -446,7 +436,8 @@ def logic_table(groups: Mapping[str, Sequence[Mapping[str, Any]]],
       ['configuration', 'seeds', 'steps', 'error', '95% interval',
        'per seed', 'per-gate error', 'mean depth', 'wall'], rows)
   command_lines = '\n'.join(
-      f'- {name}: ' + ', then '.join(f'`{c}`' for c in commands(runs))
+      f'- {name}: ' + ', then '.join(f'`{c}`' for c in
+                                    records.commands(runs))
       for _, name, runs in configs)
   status_lines = '\n'.join(
       f'- {name}: {verify.status_line(folder, runs, statuses or {})}'
@@ -638,7 +629,9 @@ def outputs(groups: Mapping[str, Sequence[Mapping[str, Any]]],
             statuses: Mapping[str, Mapping[str, Any]] | None = None
             ) -> list[records.Output]:
   """Every generated file of the adaptive-depth page, from the records
-  grouped by experiment; none without a ``depth/...`` folder."""
+  grouped by experiment (the logic task's, then the character language
+  model's, :func:`experiments.reports.depth.lm.outputs`); none without a
+  ``depth/...`` folder."""
   if not any(name.split('/')[0] == PAPER for name in groups):
     return []
   # The page includes both fragments: a folder not recorded yet says so.
@@ -655,4 +648,4 @@ def outputs(groups: Mapping[str, Sequence[Mapping[str, Any]]],
   if positions:
     out.append(records.Output('depth/logic_positions.svg', data=positions,
                               draw=lambda p: draw_positions(positions, p)))
-  return out
+  return out + lm.outputs(groups, statuses)
