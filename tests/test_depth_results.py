@@ -225,21 +225,28 @@ def test_outputs_draw_and_round_trip(tmp_path):
   lm_paths = [o.path for o in lm.outputs({})]
   assert [o.path for o in outs] == [
       'depth/summary.md', 'depth/logic.md', 'depth/logic_difficulty.md',
-      'depth/logic_difficulty.svg', 'depth/logic_positions.svg', *lm_paths]
+      'depth/logic_difficulty.svg', 'depth/logic_positions.svg',
+      'depth/logic_pareto.svg', *lm_paths]
   data = {o.path: o.data for o in outs}
+  # The Pareto figure: [seed, mean depth, seconds per update, error].
+  pareto = data['depth/logic_pareto.svg']
+  assert pareto['fixed depth 4']['mode'] == 'fixed'
+  assert [p[1] for p in pareto['fixed depth 4']['seeds']] == [4.0] * 3
   assert list(data['depth/logic_difficulty.svg']) == [
       'per example', 'per token', 'fixed depth 4', 'fixed depth 12']
   assert data['depth/logic_positions.svg']['mean'][-1] == [10, 11.0]
   assert data['depth/logic_positions.svg']['per_example'] == 8.0
   records.write_outputs(outs, tmp_path)
   assert records.stale_outputs(outs, tmp_path) == []
-  for name in ('logic_difficulty.svg', 'logic_positions.svg'):
+  for name in ('logic_difficulty.svg', 'logic_positions.svg',
+               'logic_pareto.svg'):
     svg = (tmp_path / 'depth' / name).read_text()
     assert svg.startswith('<?xml') and 'per token' in svg
   # Without a difficulty report: the tables say so, no figure.
   bare = depth.outputs({depth.PER_EXAMPLE: [_record(0, 0.01, report=False)]})
   assert [o.path for o in bare] == ['depth/summary.md', 'depth/logic.md',
-                                    'depth/logic_difficulty.md', *lm_paths]
+                                    'depth/logic_difficulty.md',
+                                    'depth/logic_pareto.svg', *lm_paths]
   assert bare[2].text == 'No record yet.\n'
 
 

@@ -56,7 +56,7 @@ Example::
 from collections.abc import Callable, Mapping, Sequence
 import math
 import statistics
-from typing import Any
+from typing import Any, NamedTuple
 
 from experiments.reports import plots, records, verdicts, verify
 from vcrnn_jax.papers.depth import lm as depth_lm
@@ -86,6 +86,7 @@ __all__ = [
     'classes_table',
     'pareto_data',
     'classes_data',
+    'ParetoAxes',
     'draw_pareto',
     'draw_classes',
     'outputs',
@@ -755,37 +756,52 @@ def _no_record(path, what: str):
   return records.save_svg(fig, path)
 
 
-def draw_pareto(data: Mapping[str, Any], path):
-  """Held-out bpc against multiply-adds per character (left) and against
-  measured seconds per update (right): per configuration each seed (small,
-  faint) and the mean (large); the fixed depths' means joined (dashed)."""
+class ParetoAxes(NamedTuple):
+  """What :func:`draw_pareto` writes on its axes (the data's units)."""
+  quality: str = 'held-out bits per character'
+  compute: str = 'multiply-adds per character (thousands)'
+  compute_scale: float = 1e-3     # the data's compute times this is drawn
+  quality_scale: float = 1.0
+  title: str = 'bpc'
+  empty: str = 'bpc against compute and time'
+
+
+def draw_pareto(data: Mapping[str, Any], path,
+                axes: ParetoAxes = ParetoAxes()):
+  """Held-out quality (bpc by default) against compute (multiply-adds per
+  character by default) on the left and against measured seconds per
+  update on the right: per configuration each seed (small, faint) and the
+  mean (large); the fixed depths' means joined (dashed). ``data`` is
+  :func:`pareto_data`'s layout, whatever the task."""
   if not data:
-    return _no_record(path, 'bpc against compute and time')
+    return _no_record(path, axes.empty)
+  cs, qs = axes.compute_scale, axes.quality_scale
   fig = plots.new_figure((7.0, 3.6))
   left, right = fig.subplots(1, 2, sharey=True)
   for k, (name, d) in enumerate(data.items()):
     colour = _colour(name, k)
     marker = 's' if d.get('mode') == 'fixed' else 'o'
-    for ax, i, scale in ((left, 1, 1e-3), (right, 2, 1.0)):
+    for ax, i, scale in ((left, 1, cs), (right, 2, 1.0)):
       seeds = [p for p in d['seeds'] if p[i] is not None and p[3] is not None]
-      ax.scatter([scale * p[i] for p in seeds], [p[3] for p in seeds],
+      ax.scatter([scale * p[i] for p in seeds], [qs * p[3] for p in seeds],
                  color=colour, marker=marker, s=14, alpha=0.35)
       if d['mean'][i - 1] is not None and d['mean'][2] is not None:
-        ax.scatter([scale * d['mean'][i - 1]], [d['mean'][2]], color=colour,
+        ax.scatter([scale * d['mean'][i - 1]], [qs * d['mean'][2]],
+                   color=colour,
                    marker=marker, s=48, edgecolors='black', linewidths=0.6,
                    label=name if ax is left else None, zorder=3)
   fixed = sorted((d['mean'] for d in data.values()
                   if d.get('mode') == 'fixed' and None not in d['mean']),
                  key=lambda m: m[0])
   if len(fixed) > 1:
-    for ax, i, scale in ((left, 0, 1e-3), (right, 1, 1.0)):
-      ax.plot([scale * m[i] for m in fixed], [m[2] for m in fixed], '--',
-              color='grey', linewidth=0.9, zorder=1)
-  left.set_xlabel('multiply-adds per character (thousands)')
+    for ax, i, scale in ((left, 0, cs), (right, 1, 1.0)):
+      ax.plot([scale * m[i] for m in fixed], [qs * m[2] for m in fixed],
+              '--', color='grey', linewidth=0.9, zorder=1)
+  left.set_xlabel(axes.compute)
   right.set_xlabel('seconds per update (measured)')
-  left.set_ylabel('held-out bits per character')
-  left.set_title('bpc against compute')
-  right.set_title('bpc against time')
+  left.set_ylabel(axes.quality)
+  left.set_title(f'{axes.title} against compute')
+  right.set_title(f'{axes.title} against time')
   for ax in (left, right):
     ax.grid(alpha=0.3)
   # Below both panels: inside either it would hide a point.

@@ -76,6 +76,7 @@ __all__ = [
     'positions_data',
     'draw_difficulty',
     'draw_positions',
+    'pareto_data',
     'outputs',
 ]
 
@@ -625,6 +626,36 @@ def draw_positions(data: Mapping[str, Any], path):
   return records.save_svg(fig, path)
 
 
+def pareto_data(groups: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict:
+  """Per configuration: ``mode`` ('fixed' or the halting kind), each
+  seed's ``[seed, mean depth, seconds per update, error]`` (None where a
+  record lacks one) and their ``mean`` ``[depth, seconds per update,
+  error]``: the layout of :func:`experiments.reports.depth.lm.pareto_data`,
+  with the mean depth as the compute (the same block at every depth)."""
+  out = {}
+  for _, name, runs in configurations(groups):
+    points = []
+    for r in runs:
+      rate = _final(r, 'steps_per_sec')
+      points.append([r.get('seed'), _final(r, 'depth'),
+                     1.0 / rate if rate else None, _final(r, 'error')])
+    means = []
+    for i in (1, 2, 3):
+      values = [p[i] for p in points if p[i] is not None]
+      means.append(statistics.fmean(values) if values else None)
+    halting = ((runs[0].get('flags') or {}).get('halting') if runs else None)
+    out[name] = {'mode': halting, 'seeds': points, 'mean': means}
+  return out
+
+
+# The logic task's axes on the language model's Pareto figure.
+_LOGIC_PARETO = lm.ParetoAxes(
+    quality='held-out error (%)',
+    compute='block applications per position (mean depth)',
+    compute_scale=1.0, quality_scale=100.0, title='error',
+    empty='error against depth and time')
+
+
 def outputs(groups: Mapping[str, Sequence[Mapping[str, Any]]],
             statuses: Mapping[str, Mapping[str, Any]] | None = None
             ) -> list[records.Output]:
@@ -648,4 +679,9 @@ def outputs(groups: Mapping[str, Sequence[Mapping[str, Any]]],
   if positions:
     out.append(records.Output('depth/logic_positions.svg', data=positions,
                               draw=lambda p: draw_positions(positions, p)))
+  pareto = pareto_data(groups)
+  if pareto:
+    out.append(records.Output(
+        'depth/logic_pareto.svg', data=pareto,
+        draw=lambda p: lm.draw_pareto(pareto, p, _LOGIC_PARETO)))
   return out + lm.outputs(groups, statuses)
