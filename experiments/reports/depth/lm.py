@@ -767,12 +767,13 @@ class ParetoAxes(NamedTuple):
 
 
 def draw_pareto(data: Mapping[str, Any], path,
-                axes: ParetoAxes = ParetoAxes()):
+                axes: ParetoAxes | None = None):
   """Held-out quality (bpc by default) against compute (multiply-adds per
   character by default) on the left and against measured seconds per
   update on the right: per configuration each seed (small, faint) and the
   mean (large); the fixed depths' means joined (dashed). ``data`` is
   :func:`pareto_data`'s layout, whatever the task."""
+  axes = axes or ParetoAxes()
   if not data:
     return _no_record(path, axes.empty)
   cs, qs = axes.compute_scale, axes.quality_scale
