@@ -259,3 +259,27 @@ def test_registered_and_the_page_includes_every_fragment():
     assert f'generated/{out.path}' in page, out.path
   assert results.typed_results(page) == []
   assert 'results/depth' in (REPO / 'docs' / 'index.md').read_text()
+
+
+def test_equal_compute_is_the_nearest_recorded_fixed_depth():
+  # PonderNet per token at a mean depth of 7: fixed depth 4 is 75% away,
+  # so without a fixed depth near 7 its comparison is not testable...
+  groups = _groups()
+  groups[depth.PER_TOKEN_PONDERNET] = [
+      _record(s, 0.001, halting='per_token_pondernet', mean_depth=7.0,
+              folder='per_token_pondernet') for s in range(3)]
+  labels = _verdicts(groups)
+  claim = ('(c) against the fixed depth of equal compute: per token, '
+           'PonderNet against fixed depth 4')
+  assert labels[claim] == 'not testable here'
+  assert depth.nearest_fixed(groups, 7.0) == (depth.FIXED_EQUAL, 4.0, 0.75)
+  # ... and with fixed depth 7 recorded it is judged against that one.
+  groups['depth/logic_fixed7'] = [
+      _record(s, e, halting='fixed', fixed_depth=7, folder='fixed7')
+      for s, e in enumerate((0.01, 0.02, 0.015))]
+  labels = _verdicts(groups)
+  claim = ('(c) against the fixed depth of equal compute: per token, '
+           'PonderNet against fixed depth 7')
+  assert labels[claim] == 'holds'
+  assert 'the nearest recorded: mean depth 7.00, 0% apart' in (
+      depth.summary_text(groups))

@@ -288,10 +288,10 @@ def nearest_fixed(groups: Mapping[str, Sequence[Mapping[str, Any]]],
   best = None
   for folder, _, runs in configurations(groups):
     value = _mean(runs, key) if mode(runs) == 'fixed' else None
-    if value:
-      gap = abs(target - value) / value
-      if best is None or gap < best[2]:
-        best = (folder, value, gap)
+    # Nearest in absolute terms (a relative gap would favour the deeper
+    # of two depths); the gap relative to the fixed depth's.
+    if value and (best is None or abs(target - value) < abs(target - best[1])):
+      best = (folder, value, abs(target - value) / value)
   return best
 
 

@@ -60,6 +60,8 @@ __all__ = [
     'ROUTE',
     'GATES',
     'GROWTH_SLOPE',
+    'EQUAL_COMPUTE',
+    'nearest_fixed',
     'POSITION_SLOPE',
     'SUMMARY_HEADER',
     'label',
@@ -345,9 +347,11 @@ def _paired_errors(a_runs, b_runs) -> tuple[list[float], list[float]]:
           [b[r['seed']] for r in shared])
 
 
-def _compare_row(groups, adaptive: str, fixed: str, tag: str) -> list[str]:
+def _compare_row(groups, adaptive: str, fixed: str, tag: str, *,
+                 criterion_claim: str | None = None) -> list[str]:
   """(c) or (d): an adaptive configuration's final error against a fixed
-  depth's, paired by seed, with each one's mean depth (its compute)."""
+  depth's, paired by seed, with each one's mean depth (its compute);
+  ``criterion_claim`` replaces the claim the criterion states."""
   a_runs, b_runs = groups.get(adaptive, []), groups.get(fixed, [])
   a_name, b_name = label(adaptive, a_runs), label(fixed, b_runs)
   claim = f'{tag}: {a_name} against {b_name}'
@@ -357,8 +361,9 @@ def _compare_row(groups, adaptive: str, fixed: str, tag: str) -> list[str]:
     return [claim, _UT_ACCURACY, *verdicts.not_recorded(
         f'no record in {missing}').cells()]
   a, b = _paired_errors(a_runs, b_runs)
-  v = verdicts.paired(a, b, claim=f'{a_name} ends below {b_name} in final '
-                      'error on the held-out examples', fmt=verdicts.pct)
+  v = verdicts.paired(a, b, claim=criterion_claim or (
+      f'{a_name} ends below {b_name} in final error on the held-out '
+      'examples'), fmt=verdicts.pct)
   compute, fixed_depth = _values(a_runs, 'depth'), _values(b_runs, 'depth')
   pct = verdicts.pct
   here = f'error {_mean_std(a, pct)} against {_mean_std(b, pct)}; ' if a else ''
@@ -369,24 +374,84 @@ def _compare_row(groups, adaptive: str, fixed: str, tag: str) -> list[str]:
           v.criterion]
 
 
+# "Equal compute": the recorded fixed depth nearest an adaptive kind's mean
+# depth, at most this far from it (relative to the fixed depth). The fixed
+# depths are whole applications: one application is a third of depth 3 and
+# a seventh of depth 7, so within 15% no other whole depth is nearer, and a
+# kind further than that from every recorded depth has no fixed model of
+# its compute (an error gap would be the compute's as much as the method's).
+EQUAL_COMPUTE = 0.15
+
+
+def nearest_fixed(groups: Mapping[str, Sequence[Mapping[str, Any]]],
+                  depth: float) -> tuple[str, float, float] | None:
+  """``(folder, its depth, relative gap)``: the recorded fixed-depth folder
+  nearest ``depth`` (in applications), and ``|depth - fixed| / fixed``;
+  None without one."""
+  best = None
+  for folder, _, runs in configurations(groups):
+    flags = (runs[0].get('flags') or {}) if runs else {}
+    value = flags.get('depth') if flags.get('halting') == 'fixed' else None
+    # Nearest in applications; the gap relative to the fixed depth.
+    if value and (best is None or abs(depth - value) < abs(depth - best[1])):
+      best = (folder, float(value), abs(depth - value) / value)
+  return best
+
+
+def _equal_row(groups, adaptive: str) -> list[str]:
+  """(c): an adaptive kind's final error against the recorded fixed depth
+  nearest its mean depth, paired by seed; not testable when none is within
+  ``EQUAL_COMPUTE`` of it."""
+  runs = groups.get(adaptive, [])
+  name = label(adaptive, runs)
+  claim = f'(c) against the fixed depth of equal compute: {name}'
+  what = (f'{name} ends below the recorded fixed depth nearest its mean '
+          'depth in final error on the held-out examples, the two depths '
+          f'within {EQUAL_COMPUTE:.0%} (further apart: not testable here)')
+  criterion = verdicts.paired([], [], claim=what,
+                              fmt=verdicts.pct).criterion
+  depths = _values(runs, 'depth')
+  if not runs or not depths:
+    return [claim, _UT_ACCURACY, *verdicts.not_recorded(
+        f'no record in {adaptive}').cells()]
+  compute = statistics.fmean(depths)
+  nearest = nearest_fixed(groups, compute)
+  if nearest is None:
+    return [claim, _UT_ACCURACY, *verdicts.not_recorded(
+        f'no record of a fixed depth ({PREFIX}fixed*)').cells()]
+  fixed, fixed_depth, gap = nearest
+  fixed_name = label(fixed, groups[fixed])
+  match = (f'against {fixed_name}, the nearest recorded: mean depth '
+           f'{_depth(compute)}, {gap:.0%} apart')
+  if gap > EQUAL_COMPUTE:
+    v = verdicts.not_testable(
+        criterion, f'{match}, more than {EQUAL_COMPUTE:.0%}: no recorded '
+        'fixed depth has its compute')
+    return [claim.replace(f': {name}', f': {name} against {fixed_name}'),
+            _UT_ACCURACY, *v.cells()]
+  row = _compare_row(groups, adaptive, fixed, '(c) against the fixed depth '
+                     'of equal compute', criterion_claim=what)
+  row[3] = f'{match}; ' + row[3]
+  return row
+
+
 def summary_text(groups: Mapping[str, Sequence[Mapping[str, Any]]]) -> str:
   """The page's summary: each claim with its source, ours from the records,
   and the verdict with its criterion."""
   rows = [_growth_row(groups.get(PER_EXAMPLE, [])),
           _position_row(groups.get(PER_TOKEN, []))]
-  for tag, fixed in (('(c) against the fixed depth of equal compute',
-                      FIXED_EQUAL),
-                     ('(d) against the fixed depth at the maximum depth',
-                      FIXED_MAX)):
-    rows += [_compare_row(groups, adaptive, fixed, tag)
-             for adaptive in _ADAPTIVE]
+  rows += [_equal_row(groups, adaptive) for adaptive in _ADAPTIVE]
+  rows += [_compare_row(groups, adaptive, FIXED_MAX, '(d) against the fixed '
+                        'depth at the maximum depth')
+           for adaptive in _ADAPTIVE]
   every = [r for _, _, runs in configurations(groups) for r in runs]
   return (verdicts.claims_table(SUMMARY_HEADER, rows)
           + '\n"here": means over seeds; errors are the share of held-out '
           'examples whose final result is wrong, depth the block '
           'applications per position (per example: every position of an '
           'example alike; fixed: the depth). (c) asks whether adaptive '
-          'depth ends below the fixed depth of about its compute; within '
+          'depth ends below the recorded fixed depth nearest its compute '
+          '(not testable where none is near enough); within '
           'noise says the seeds cannot tell the two apart (the evidence '
           'gives the smallest difference they could have detected), not '
           'that adaptive depth matches it. (d) compares with the most '
