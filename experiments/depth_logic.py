@@ -60,8 +60,11 @@ Recorded on CPU-2 (2 cores, shared with other runs), seeds 0-2, 5,000
 updates each at the defaults otherwise (64 features, 4 heads, batch 64,
 Adam at 1e-3 clipped to norm 1, M = 12, tau = 0.01, prefix targets), on
 1,000 held-out examples: the command above, ``--halting=per_token``,
-``--halting=fixed --depth=4`` and ``--halting=fixed --depth=12``, each
-followed by its ``--difficulty_report``. docs/results/depth.md, 'The
+``--halting=per_token_pondernet``, ``--halting=route --max_depth=7`` and
+``--halting=fixed`` at depths 3, 4, 7 and 12, each followed by its
+``--difficulty_report`` (docs/results/plans/depth.toml has the exact
+commands; ``python -m experiments.plan --plans=depth`` which of them are
+recorded). docs/results/depth.md, 'The
 runs', has each configuration's error on the final result per seed, its
 mean depth and wall time; 'Error and depth per chain length' the error
 and depth against ``B`` (and, per token, against the position); 'Claims
