@@ -71,13 +71,13 @@ vocabulary):
   \text{mults} = \frac{1}{T}\sum_t \sum_{r < s_t} c(w_r) + F V
 
 which is ``D c(T) + F V`` for ``fixed`` at depth ``D``, ``\bar N c(T) + F
-V`` for ``per_token`` and ``per_token_pondernet`` at mean depth ``\bar
-N`` (the applications taken, not PonderNet's expected steps), and ``\frac{1}{T}\sum_r
-k_r c(k_r) + F V`` for route's top-k. ``mults_run`` is what this
-implementation computes instead: ``per_token`` runs the block on every
-position of the batch until its deepest halts (``TokenDepthOutput.depth``
-applications, so it depends on the batch), and route's threshold rule runs
-all ``max_depth`` steps on all ``T`` slots.
+V`` for ``per_token`` and ``per_token_pondernet`` at mean depth ``\bar N``
+(the applications taken, not PonderNet's expected steps), and
+``\frac{1}{T}\sum_r k_r c(k_r) + F V`` for route's top-k. ``mults_run`` is
+what this implementation computes instead: ``per_token`` runs the block on
+every position of the batch until its deepest halts
+(``TokenDepthOutput.depth`` applications, so it depends on the batch), and
+route's threshold rule runs all ``max_depth`` steps on all ``T`` slots.
 
 **Per character class** (:func:`character_classes`, :func:`class_rows`):
 the mean depth, ponder and bits of the next character at positions whose
