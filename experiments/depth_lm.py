@@ -54,10 +54,13 @@ batch 32, M = 6), as the median of 47 interleaved updates each: fixed depth
 character at M = 6: the halting loop runs the whole batch until its deepest
 character halts, so it costs about what fixed depth 6 does whatever its
 mean depth), route with ``--max_depth=5`` 3.0. The default 3,000 updates
-therefore take about 40 minutes for per_token and fixed depth 6, 25 for
-fixed depth 3 and 20 for route at M = 5 (each evaluation adds seconds).
-docs/results/plans/depth.toml lists the planned runs (fixed depths 3 and
-6, per_token, route at the compute of fixed depth 3), three seeds each; no
+would take about 40 minutes for per_token and fixed depth 6, 25 for fixed
+depth 3 and 20 for route at M = 5 at those rates; a whole run of fixed
+depth 3 beside three other training processes on the same CPU ran at 1.9 s
+per update (about 95 minutes for 3,000), so the rate depends on what else
+the machine runs. docs/results/plans/depth.toml lists the planned runs
+(fixed depths 3 and 6, per_token, PonderNet per token, route at the
+compute of fixed depth 3), three seeds each; no
 run at these sizes has a record yet, so no result is quoted here.
 
 Why Adam at 3e-3: in two short runs at a tiny size (64 features, 64
