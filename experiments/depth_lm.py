@@ -56,7 +56,7 @@ character halts, so it costs about what fixed depth 6 does whatever its
 mean depth), route with ``--max_depth=5`` 3.0. The default 3,000 updates
 would take about 40 minutes for per_token and fixed depth 6, 25 for fixed
 depth 3 and 20 for route at M = 5 at those rates; a whole run of fixed
-depth 3 beside three other training processes on the same CPU ran at 1.9 s
+depth 3 beside two other training runs on the same CPU ran at 1.9 s
 per update (about 95 minutes for 3,000), so the rate depends on what else
 the machine runs. docs/results/plans/depth.toml lists the planned runs
 (fixed depths 3 and 6, per_token, PonderNet per token, route at the
