@@ -693,6 +693,15 @@ def _json_ready(value):
   return value
 
 
+def write_csv(path, rows) -> None:
+  """``rows`` (dicts with the same keys, in order) as a CSV at ``path``,
+  written atomically: a report's table (difficulty.csv, classes.csv)."""
+  columns = list(rows[0])
+  lines = [','.join(columns)] + [','.join(str(r[c]) for c in columns)
+                                 for r in rows]
+  atomic_write(path, '\n'.join(lines) + '\n')
+
+
 def write_results(workdir, results: dict, *,
                   processes: distributed.Processes) -> pathlib.Path:
   """Writes ``<workdir>/results.json`` (strict JSON: NaN becomes null).

@@ -75,7 +75,6 @@ finished run with ``--class_report`` only evaluates.
 from absl import flags
 
 from experiments import _common
-from vcrnn_jax.files import atomic_write
 from vcrnn_jax.papers.depth import lm
 
 CLASSES_CSV = 'classes.csv'
@@ -151,18 +150,11 @@ flags.adopt_module_key_flags(_common)
 FLAGS = flags.FLAGS
 
 
-def _write_csv(path, rows) -> None:
-  columns = list(rows[0])
-  lines = [','.join(columns)] + [','.join(str(r[c]) for c in columns)
-                                 for r in rows]
-  atomic_write(path, '\n'.join(lines) + '\n')
-
-
 def _class_report(run, params, run_dir) -> list[dict]:
   rows = lm.class_rows(run.settings, params, run.held_out,
                        run.corpus.vocab.decode,
                        batch_size=FLAGS.eval_batch_size)
-  _write_csv(run_dir / CLASSES_CSV, rows)
+  _common.write_csv(run_dir / CLASSES_CSV, rows)
   print(f'{"class":<18}  {"count":>6}  {"depth":>6}  {"ponder":>6}  '
         f'{"bpc":>6}')
   for r in rows:

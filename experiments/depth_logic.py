@@ -77,7 +77,6 @@ and 1e-3 are the defaults.
 from absl import flags
 
 from experiments import _common
-from vcrnn_jax.files import atomic_write
 from vcrnn_jax.papers.depth import logic
 from vcrnn_jax.tasks import logic_tokens
 
@@ -156,13 +155,6 @@ flags.adopt_module_key_flags(_common)
 FLAGS = flags.FLAGS
 
 
-def _write_csv(path, rows) -> None:
-  columns = list(rows[0])
-  lines = [','.join(columns)] + [','.join(str(r[c]) for c in columns)
-                                 for r in rows]
-  atomic_write(path, '\n'.join(lines) + '\n')
-
-
 def main(processes):
   run = logic.run(_common.flag_values())
   model = run.settings
@@ -178,7 +170,7 @@ def main(processes):
   if FLAGS.difficulty_report:
     rows = logic.difficulty_rows(model, result.params,
                                  FLAGS.eval_batch_size)
-    _write_csv(run_dir / DIFFICULTY_CSV, rows)
+    _common.write_csv(run_dir / DIFFICULTY_CSV, rows)
     print(f'{"gates":>5}  {"error":>7}  {"token_error":>11}  {"depth":>6}')
     for r in rows:
       print(f'{r["gates"]:>5}  {r["error"]:>7.4f}  {r["token_error"]:>11.4f}'
