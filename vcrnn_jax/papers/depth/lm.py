@@ -183,7 +183,8 @@ def model_config(values: Mapping[str, Any], vocab_size: int) -> Model:
   fields = {name: values.get(name, Model._field_defaults.get(name))
             for name in Model._fields}
   fields['vocab_size'] = vocab_size
-  model = Model(**{**fields, 'capacity': _capacity(fields['capacity'])})
+  fields['capacity'] = logic.parse_capacity(fields['capacity'])
+  model = Model(**fields)
   if model.mode not in MODES:
     raise ValueError(f'--mode must be one of {tuple(MODES)}, got '
                      f'{model.mode!r}.')
@@ -203,21 +204,6 @@ def model_config(values: Mapping[str, Any], vocab_size: int) -> Model:
     except ValueError as e:
       raise ValueError(f'--{e}') from None
   return model
-
-
-def _capacity(text: Any) -> float | tuple[float, ...] | None:
-  """``'1,0.5'`` as ``(1.0, 0.5)``, ``'0.5'`` as ``0.5``; empty: None."""
-  if text is None or isinstance(text, (float, tuple, list)):
-    values = tuple(text) if isinstance(text, list) else text
-  else:
-    try:
-      values = tuple(float(c) for c in text.split(',') if c.strip())
-    except ValueError:
-      raise ValueError(f'--capacity must be comma-separated fractions, got '
-                       f'{text!r}.') from None
-  if isinstance(values, tuple) and len(values) == 1:
-    return values[0]
-  return values or None
 
 
 # ----------------------------------------------------------------------------

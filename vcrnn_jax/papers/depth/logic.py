@@ -71,6 +71,7 @@ __all__ = [
     'TARGETS',
     'Model',
     'model_config',
+    'parse_capacity',
     'init_block',
     'block',
     'init',
@@ -119,7 +120,7 @@ def model_config(values: Mapping[str, Any]) -> Model:
   a bad combination raises ``ValueError``."""
   fields = {name: values.get(name, Model._field_defaults.get(name))
             for name in Model._fields}
-  model = Model(**{**fields, 'capacity': _capacity(fields['capacity'])})
+  model = Model(**{**fields, 'capacity': parse_capacity(fields['capacity'])})
   if model.features % model.heads:
     raise ValueError(f'--features={model.features} must be a multiple of '
                      f'--heads={model.heads}.')
@@ -136,9 +137,9 @@ def model_config(values: Mapping[str, Any]) -> Model:
   return model
 
 
-def _capacity(text: Any) -> float | tuple[float, ...] | None:
-  """``'1,0.5'`` as ``(1.0, 0.5)``, ``'0.5'`` as ``0.5`` (every step);
-  empty (or None): None."""
+def parse_capacity(text: Any) -> float | tuple[float, ...] | None:
+  """The ``--capacity`` flag of route: ``'1,0.5'`` as ``(1.0, 0.5)``,
+  ``'0.5'`` as ``0.5`` (every step); empty (or None): None."""
   if text is None or isinstance(text, (float, tuple, list)):
     values = text if not isinstance(text, list) else tuple(text)
   else:
