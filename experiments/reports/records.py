@@ -105,6 +105,8 @@ __all__ = [
     'read_records',
     'value',
     'mean_std',
+    'mean_std_text',
+    'by_seed',
     'aggregate',
     'markdown_table',
     'table',
@@ -469,6 +471,19 @@ def mean_std(values: Iterable[float]) -> tuple[float, float | None, int]:
     raise ValueError('no values to average.')
   return (statistics.fmean(xs), statistics.stdev(xs) if len(xs) > 1 else None,
           len(xs))
+
+
+def mean_std_text(values: Sequence[float], fmt: Callable[[float], str]
+                  ) -> str:
+  """``'mean ± std'`` over seeds, each by ``fmt`` (the deviation left out
+  for one seed)."""
+  mean, std, _ = mean_std(values)
+  return fmt(mean) + (f' ± {fmt(std)}' if std is not None else '')
+
+
+def by_seed(runs: Sequence[Mapping[str, Any]]) -> list:
+  """``runs`` in seed order, those without a seed last."""
+  return sorted(runs, key=lambda r: (r.get('seed') is None, r.get('seed')))
 
 
 def aggregate(rows: Sequence[Mapping[str, Any]], keys: Sequence[str],

@@ -169,14 +169,9 @@ def _share(x: float) -> str:
   return f'{100 * x:.0f}%'
 
 
-def _mean_std(values: Sequence[float], fmt: Callable[[float], str]) -> str:
-  """``'mean ± std'`` over seeds (the deviation left out for one seed)."""
-  mean, std, _ = records.mean_std(values)
-  return fmt(mean) + (f' ± {fmt(std)}' if std is not None else '')
-
-
-def _by_seed(runs) -> list:
-  return sorted(runs, key=lambda r: (r.get('seed') is None, r.get('seed')))
+# The shared formatting of the depth reports (records'), by short names.
+_mean_std = records.mean_std_text
+_by_seed = records.by_seed
 
 
 def _plural(n: int, word: str) -> str:

@@ -138,20 +138,15 @@ def _slope_fmt(x: float) -> str:
   return f'{x:.3f}'
 
 
-def _mean_std(values: Sequence[float], fmt: Callable[[float], str]) -> str:
-  """``'mean ± std'`` over seeds (the deviation left out for one seed)."""
-  mean, std, _ = records.mean_std(values)
-  return fmt(mean) + (f' ± {fmt(std)}' if std is not None else '')
+# The shared formatting of the depth reports (records'), by short names.
+_mean_std = records.mean_std_text
+_by_seed = records.by_seed
 
 
 def _interval(values: Sequence[float], fmt: Callable[[float], str]) -> str:
   rate = (0.0, 1.0) if fmt is verdicts.pct else None
   _, lo, hi, n = verdicts.interval(values, rate)
   return f'{fmt(lo)} to {fmt(hi)}' if n > 1 else '-'
-
-
-def _by_seed(runs) -> list:
-  return sorted(runs, key=lambda r: (r.get('seed') is None, r.get('seed')))
 
 
 # ----------------------------------------------------------------------------
