@@ -138,6 +138,22 @@ def test_status_current_stale_unverifiable():
                             statuses).startswith('Not verified')
 
 
+
+def test_a_verification_of_replaced_records_marks_nothing():
+  from experiments.reports import verdicts, verify
+  stale = {'status': 'stale', 'record_commit': 'ccccccc'}
+  statuses = {'act/parity': stale, 'act/gone': stale}
+  old = {'act/parity': [_record()]}
+  assert verify.applicable(old, statuses) == {'act/parity': stale}
+  assert verdicts.mark_text(verify.states(
+      ['act/parity'], verify.applicable(old, statuses))) == (
+          ' *stale records*')
+  # Re-recorded at another commit: the stale verdict was of the old records.
+  new = {'act/parity': [_record(commit='e' * 40)]}
+  assert verify.applicable(new, statuses) == {}
+  assert verdicts.mark_text(verify.states(
+      ['act/parity'], verify.applicable(new, statuses))) == ''
+
 def test_source_tree_sees_a_change_anywhere_in_the_tree(tmp_path):
   import subprocess
 

@@ -84,6 +84,7 @@ def outputs(groups: Mapping[str, Sequence[Mapping[str, Any]]],
   tree's ``docs/results/verification.json``), which the pages show."""
   if statuses is None:
     statuses = verify.read_statuses(_TREE / verify.FILE)
+  statuses = verify.applicable(groups, statuses)
   out = []
   for module in PAPERS.values():
     out += module.outputs(groups, statuses)
@@ -123,7 +124,7 @@ def verification_table(groups: Mapping[str, Sequence[Mapping[str, Any]]],
   for group, runs in sorted(groups.items()):
     commits = ', '.join(sorted({r['commit'][:7] for r in runs}))
     entry = statuses.get(group)
-    if entry is None or entry.get('record_commit') not in commits:
+    if not verify.applies(entry, runs):
       rows.append([group, len(runs), commits, 'not verified', '-', '-'])
       continue
     differ = ', '.join(entry.get('differ') or []) or entry.get(

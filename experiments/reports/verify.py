@@ -41,6 +41,8 @@ __all__ = [
     'status',
     'representative',
     'read_statuses',
+    'applies',
+    'applicable',
     'Tracked',
     'states',
     'status_line',
@@ -189,6 +191,25 @@ def read_statuses(path=FILE) -> dict[str, dict]:
   return json.loads(path.read_text())
 
 
+def applies(entry: Mapping[str, Any] | None,
+            runs: Sequence[Mapping[str, Any]]) -> bool:
+  """Whether a verification ``entry`` checked one of ``runs``' records: a
+  folder re-recorded since its verification has none, and the old verdict
+  (stale or current) says nothing about the new records."""
+  return entry is not None and entry.get('record_commit') in {
+      r['commit'][:7] for r in runs}
+
+
+def applicable(groups: Mapping[str, Sequence[Mapping[str, Any]]],
+               statuses: Mapping[str, Mapping[str, Any]]
+               ) -> dict[str, Mapping[str, Any]]:
+  """The entries of ``statuses`` that apply to the records in ``groups``
+  (:func:`applies`), so that every page marks a verdict by the
+  verification of the records it reads, never of records since replaced."""
+  return {g: e for g, e in statuses.items()
+          if g in groups and applies(e, groups[g])}
+
+
 class Tracked(Mapping):
   """``groups`` (experiment folder -> records) that logs the folders read
   through it (``groups[name]``, ``groups.get(name)``), so that a verdict
@@ -228,7 +249,7 @@ def status_line(group: str, runs: Sequence[Mapping[str, Any]],
   the records of ``group``."""
   entry = statuses.get(group)
   commits = sorted({r['commit'][:7] for r in runs})
-  if entry is None or entry.get('record_commit') not in commits:
+  if not applies(entry, runs):
     return (f'Not verified against today\'s code (records made at '
             f'{", ".join(commits)}; `python -m experiments.verify` checks '
             'them).')
