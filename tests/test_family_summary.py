@@ -388,6 +388,30 @@ def test_solved_on_every_seed_is_a_seed_level_rule():
       'holds')
 
 
+
+def test_a_seed_that_fails_while_still_learning_makes_it_not_testable():
+  # ACT's 64-element setting: the failing seed's accuracy rises from 0.70
+  # at half the run to 0.90 at its end (1,000 vectors: far beyond noise),
+  # so the run was too short; the same seed flat over its second half
+  # fails the claim.
+  def claim(curve):
+    groups = {'family/actset64_act_tau1e-2': [
+        _record('actset64_act_tau1e-2', s, _parity('act', s, a),
+                curve if s == 1 else ())
+        for s, a in enumerate((0.999, 0.90, 0.999))]}
+    return _only(_claims(groups), 'ACT with its tau 0.01 solves').verdict
+
+  rising = [{'step': k * 10, 'training_range_accuracy': a}
+            for k, a in ((1, 0.6), (2, 0.7), (3, 0.8), (4, 0.9))]
+  got = claim(rising)
+  assert got.label == 'not testable here'
+  assert 'seed 1 0.700 at 20 -> 0.900 at 40' in got.evidence
+  assert 'still learning' in got.criterion
+  flat = [{**point, 'training_range_accuracy': min(
+      point['training_range_accuracy'] + 0.2, 0.9)} for point in rising]
+  assert claim(flat).label == 'does not hold'
+  assert claim(()).label == 'does not hold'   # no curve: nothing says more
+
 def test_as_accurate_as_is_read_against_a_margin():
   # The sampled rule half a point below the median rule on every seed:
   # inside the margin of one point, so it holds (it is not "more accurate").
