@@ -145,3 +145,31 @@ def test_a_perplexity_interval_stays_positive():
   assert n == 3 and 0 < lo < mean < hi
   # The plain t-interval of the same values goes below zero.
   assert verdicts.t_interval([445.1, 887.3, 357.7])[1] < 0
+
+
+def test_the_initial_bound_comes_from_the_flags_and_the_library_init():
+  default, inside = _record(0, 300, 290), _record(0, 300, 290)
+  inside['flags'] = {'alpha_init': 0.25}
+  # log(beta + e^alpha) / alpha with beta 0.9 (Eq. 15).
+  assert abs(table3.initial_bound(default) - 6.957) < 1e-3
+  assert abs(table3.initial_bound(inside) - 3.125) < 1e-3
+
+
+def test_a_gate_that_starts_above_r_max_is_not_testable_there():
+  at_cap = _arm_runs([300, 302, 301], [4.0] * 3, curve=(4.0, 4.0, 4.0))
+  alpha = _arm_runs([305, 306, 304], [3.0, 3.1, 2.9], curve=(3.2, 3.1, 3.0))
+  for run in alpha:
+    run['flags'] = {'alpha_init': 0.25}
+  groups = {'rehn/ptb100_ei_rehn_r4': at_cap,
+            'rehn/ptb100_ei_rehn_r4_alpha0.25': alpha}
+  rows = table3.gate_rows(groups)
+  assert [(claim.endswith('$D_h = 100$'), v.label)
+          for claim, _, _, v in rows] == [
+              (True, 'not testable here'), (False, 'holds')]
+  assert rows[0][3].evidence.startswith(
+      'the Eq. 15 bound starts at 6.96 micro-layers, above R_max = 4')
+  assert '(`--alpha_init=0.25`)' in rows[1][0]
+  assert '| 6.96 | 4.00 |' in table3.gate_table(groups)
+  # Starting above R_max is no excuse for a gate that did end steps early.
+  groups['rehn/ptb100_ei_rehn_r4'] = _arm_runs([300] * 3, [3.0] * 3)
+  assert table3.gate_rows(groups)[0][3].label == 'holds'
