@@ -182,6 +182,10 @@ def main(argv=None) -> list[dict]:
                       action=argparse.BooleanOptionalAction,
                       help="(a) also saves each slot's vjp residuals "
                       "(the binaries' --save_residuals)")
+  parser.add_argument('--unroll', type=int, default=1,
+                      help="(a)'s steps per loop iteration, one continue "
+                      'test each (loops.LoopConfig(unroll=k)); the tail '
+                      "case's loops too")
   parser.add_argument('--tail', default='0,8,1',
                       help='comma-separated compact_rows (0: none) of the '
                       'tail case, where rows ponder different N (mean 3.55, '
@@ -197,9 +201,10 @@ def main(argv=None) -> list[dict]:
                       help='timed train steps per configuration (median)')
   _cli.add_quick(parser, QUICK)
   args = _cli.parse(parser, argv, QUICK)
-  if min(args.ponder, args.repeats, args.checkpoints, args.batch) < 1:
-    parser.error('--ponder, --repeats, --checkpoints and --batch must be '
-                 '>= 1')
+  if min(args.ponder, args.repeats, args.checkpoints, args.batch,
+         args.unroll) < 1:
+    parser.error('--ponder, --repeats, --checkpoints, --batch and --unroll '
+                 'must be >= 1')
   if args.compact_rows < 0:
     parser.error('--compact_rows must be >= 0')
   try:
@@ -220,7 +225,8 @@ def main(argv=None) -> list[dict]:
         f'({jax.default_backend()}); batch {args.batch}, hidden {HIDDEN}, '
         f'{BITS} bits, ponder N={args.ponder}, median of {args.repeats}; '
         f'(a): checkpoints={args.checkpoints}, save_residuals='
-        f'{args.save_residuals}, compact_rows={args.compact_rows or None}')
+        f'{args.save_residuals}, compact_rows={args.compact_rows or None}, '
+        f'unroll={args.unroll}')
   results = uniform_case(x, y, ms, args)
   if tails:
     results += tail_case(x, y, tails, args)
@@ -231,7 +237,8 @@ def uniform_case(x, y, ms, args) -> list[dict]:
   """(a), (c), (d) and (e) timed interleaved, then (b), for each M."""
   loop = loops.LoopConfig(checkpoints=args.checkpoints,
                           save_residuals=args.save_residuals,
-                          compact_rows=args.compact_rows or None)
+                          compact_rows=args.compact_rows or None,
+                          unroll=args.unroll)
   n = args.ponder
   compiled = {'oracle': _train_step.compile_measured(
       *oracle_step(n), (x, y), 'ponder_steps'),
@@ -254,7 +261,8 @@ def uniform_case(x, y, ms, args) -> list[dict]:
     _, mem_a, n_a = compiled['while', m]
     t_b, mem_b, _ = measure(*act_step(m, 'scan', n), x, y,
                             max(3, args.repeats // 5))
-    results.append({'M': m, 'N': n_a, 'case': 'uniform', 'ms_while': t_a * 1e3,
+    results.append({'M': m, 'N': n_a, 'case': 'uniform',
+                    'unroll': args.unroll, 'ms_while': t_a * 1e3,
                     'ms_scan': t_b * 1e3, 'ms_oracle': t_c * 1e3,
                     'while/oracle': t_a / t_c, 'default/oracle': t_d / t_c,
                     'floor/oracle': t_e / t_c, 'scan/while': t_b / t_a,
@@ -286,11 +294,12 @@ def tail_case(x, y, tails, args) -> list[dict]:
   for c in tails:
     loop = loops.LoopConfig(checkpoints=args.checkpoints,
                             save_residuals=args.save_residuals,
-                            compact_rows=c or None)
+                            compact_rows=c or None, unroll=args.unroll)
     steps_fns[c] = _train_step.compile_step(*act_tail_step(100, loop),
                                             (xt, y))
     steps_fns[f'default {c}'] = _train_step.compile_step(
-        *act_tail_step(100, loops.LoopConfig(compact_rows=c or None)),
+        *act_tail_step(100, loops.LoopConfig(compact_rows=c or None,
+                                             unroll=args.unroll)),
         (xt, y))
   med = _train_step.interleaved(steps_fns, args.repeats)
   if args.profile:
@@ -312,6 +321,7 @@ def tail_case(x, y, tails, args) -> list[dict]:
     print(f'{str(c or None):>12} {med[c] * 1e3:>9.3f} '
           f'{med["oracle"] * 1e3:>10.3f} {ratio:>6.2f} {default:>6.2f}')
     rows.append({'M': 100, 'N': float(steps.mean()), 'case': 'tail',
+                 'unroll': args.unroll,
                  'compact_rows': c or None, 'ms_while': med[c] * 1e3,
                  'ms_oracle': med['oracle'] * 1e3, 'while/oracle': ratio,
                  'default/oracle': default})

@@ -295,14 +295,18 @@ def main(argv=None) -> list[dict]:
                       help='the block width (divisible by --heads)')
   parser.add_argument('--heads', type=int, default=4,
                       help='attention heads')
+  parser.add_argument('--unroll', type=int, default=1,
+                      help='block applications per loop iteration of every '
+                      'halting loop, one continue test each '
+                      '(loops.LoopConfig(unroll=k))')
   parser.add_argument('--repeats', type=int, default=20,
                       help='timed train steps per configuration (median)')
   _cli.add_quick(parser, QUICK)
   args = _cli.parse(parser, argv, QUICK)
   if min(args.depth, args.batch, args.time, args.features, args.heads,
-         args.repeats) < 1:
-    parser.error('--depth, --batch, --time, --features, --heads and '
-                 '--repeats must be >= 1')
+         args.repeats, args.unroll) < 1:
+    parser.error('--depth, --batch, --time, --features, --heads, --repeats '
+                 'and --unroll must be >= 1')
   if args.features % args.heads or args.features < 2:
     parser.error(f'--features={args.features} must be >= 2 and divisible '
                  f'by --heads={args.heads}')
@@ -340,7 +344,8 @@ def uniform_case(mode: str, ms, args) -> list[dict]:
       *oracle_step(heads, f, args.depth), batch, 'depth')}
   for m in ms:
     compiled['while', m] = _train_step.compile_measured(
-        *adaptive_step(mode, heads, f, m, loops.LoopConfig()), batch, 'depth')
+        *adaptive_step(mode, heads, f, m,
+                       loops.LoopConfig(unroll=args.unroll)), batch, 'depth')
     if mode == 'per_example':
       compiled['anchor', m] = _train_step.compile_measured(
           *anchor_step(heads, f, m), batch, 'depth')
@@ -361,6 +366,7 @@ def uniform_case(mode: str, ms, args) -> list[dict]:
     t_a, mem_a = ((med['anchor', m], compiled['anchor', m][1])
                   if ('anchor', m) in med else (math.nan, None))
     rows.append({'mode': mode, 'case': 'uniform', 'M': m, 'depth': n_w,
+                 'unroll': args.unroll,
                  'ms_while': t_w * 1e3, 'ms_scan': t_s * 1e3,
                  'ms_anchor': t_a * 1e3, 'ms_oracle': t_o * 1e3,
                  'while/oracle': t_w / t_o, 'scan/oracle': t_s / t_o,
@@ -387,8 +393,8 @@ def route_case(mode: str, ms, args) -> list[dict]:
     compiled['route', m] = _train_step.compile_measured(
         *route_step(heads, f, m, caps[m]), batch, 'depth')
     compiled['while', m] = _train_step.compile_measured(
-        *adaptive_step('per_token', heads, f, m, loops.LoopConfig()), batch,
-        'depth')
+        *adaptive_step('per_token', heads, f, m,
+                       loops.LoopConfig(unroll=args.unroll)), batch, 'depth')
   med = _train_step.interleaved({k: v[0] for k, v in compiled.items()},
                                 args.repeats)
   t_o, mem_o = med['oracle'], compiled['oracle'][1]
@@ -405,6 +411,7 @@ def route_case(mode: str, ms, args) -> list[dict]:
         *adaptive_step('per_token', heads, f, m, 'scan'), batch,
         max(2, args.repeats // 4), 'depth')
     rows.append({'mode': 'route', 'case': 'uniform', 'M': m, 'depth': n_r,
+                 'unroll': args.unroll,
                  'capacity': caps[m], 'ms_route': t_r * 1e3,
                  'ms_while': t_w * 1e3, 'ms_scan': t_s * 1e3,
                  'ms_oracle': t_o * 1e3, 'route/oracle': t_r / t_o,
@@ -431,7 +438,8 @@ def tail_case(m: int, tails, args) -> list[dict]:
   for c in tails:
     compiled[c] = _train_step.compile_measured(
         *adaptive_step('per_example', heads, f, m,
-                       loops.LoopConfig(compact_rows=c or None)),
+                       loops.LoopConfig(compact_rows=c or None,
+                                        unroll=args.unroll)),
         batch, 'depth')
   med = _train_step.interleaved({k: v[0] for k, v in compiled.items()},
                                 args.repeats)
@@ -450,6 +458,7 @@ def tail_case(m: int, tails, args) -> list[dict]:
     print(f'{str(c or None):>12} {t_w * 1e3:>9.3f} {t_w / t_o:>6.2f} '
           f'{_text(mem_w):>10}')
     rows.append({'mode': 'per_example', 'case': 'tail', 'M': m,
+                 'unroll': args.unroll,
                  'depth': float(steps.mean()), 'compact_rows': c or None,
                  'ms_while': t_w * 1e3, 'ms_scan': t_s * 1e3,
                  'ms_anchor': t_a * 1e3, 'ms_oracle': t_o * 1e3,

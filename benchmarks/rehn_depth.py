@@ -172,12 +172,16 @@ def main(argv=None) -> list[dict]:
   parser.add_argument('--save_residuals', default=False,
                       action=argparse.BooleanOptionalAction,
                       help="(a) also saves each slot's vjp residuals")
+  parser.add_argument('--unroll', type=int, default=1,
+                      help="(a)'s micro-layers per loop iteration, one "
+                      'continue test each (loops.LoopConfig(unroll=k))')
   parser.add_argument('--repeats', type=int, default=20,
                       help='timed train steps per configuration (median)')
   _cli.add_quick(parser, QUICK)
   args = _cli.parse(parser, argv, QUICK)
-  if args.depth < 1 or args.repeats < 1 or args.checkpoints < 1:
-    parser.error('--depth, --repeats and --checkpoints must be >= 1')
+  if min(args.depth, args.repeats, args.checkpoints, args.unroll) < 1:
+    parser.error('--depth, --repeats, --checkpoints and --unroll must be '
+                 '>= 1')
   if not 0 < args.hyper <= 4:
     parser.error(f'--hyper must be in (0, 4], got {args.hyper}')
   max_depths = [int(v) for v in args.max_depth.split(',')]
@@ -193,7 +197,7 @@ def main(argv=None) -> list[dict]:
         f'realized depth R={args.depth}, median of {args.repeats} train steps '
         '(train.train_step: value_and_grad + Adam); '
         f'(a): checkpoints={args.checkpoints}, '
-        f'save_residuals={args.save_residuals}')
+        f'save_residuals={args.save_residuals}, unroll={args.unroll}')
   kib = lambda v: f'{v / 1024:.0f}' if v is not None else 'n/a'
   results = []
   for hidden in hiddens:
@@ -219,7 +223,8 @@ def main(argv=None) -> list[dict]:
       make = lambda kind, h=hidden, z=hyper, r=r_max: rehn.ei_rehn(
           h, z, r, loop=loops.LoopConfig(
               kind, checkpoints=args.checkpoints,
-              save_residuals=args.save_residuals))
+              save_residuals=args.save_residuals,
+              unroll=args.unroll if kind == 'while' else 1))
       cell_a, cell_b = make('while'), make('scan')
       params = ei_rehn_params(cell_a, hidden, args.depth, key)
       t_a, mem_a, r_a = measure(params, cell_a, xs, ys, args.repeats, hidden)
@@ -229,6 +234,7 @@ def main(argv=None) -> list[dict]:
       mems[r_max] = mem_a
       results.append({
           'D_h': hidden, 'D_z': hyper, 'R_max': r_max, 'R': r_a,
+          'unroll': args.unroll,
           'flops/srhn': flops, 'ms_while': t_a * 1e3,
           'ms_scan': t_b * 1e3, 'ms_oracle': t_c * 1e3, 'ms_srhn': t_d * 1e3,
           'while/oracle': t_a / t_c, 'while/srhn': t_a / t_d,

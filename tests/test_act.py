@@ -284,6 +284,47 @@ def test_compacted_tail_equals_the_full_batch_loop():
       gc, gf)
 
 
+@pytest.mark.parametrize('k,compact_rows,checkpoints', [
+    (2, None, 8), (3, None, 2), (5, 2, 4)])
+def test_an_unrolled_loop_equals_the_loop_that_tests_every_step(
+    k, compact_rows, checkpoints):
+  # One continue test per k steps: the steps after every row has
+  # halted change nothing, so values, step counts and gradients are the
+  # plain loop's. 2 slots at k = 3 take the thinned-slot path; k = 5
+  # with compaction idles in each stage.
+  batch = 12
+  inner = cells.lstm(H, param_dtype=jnp.float64)
+  make = lambda k: act.adaptive(
+      inner, O, max_steps=23, epsilon=EPS, halting_bias=-1.0,
+      loop=loops.LoopConfig(checkpoints=checkpoints, unroll=k,
+                            compact_rows=compact_rows),
+      param_dtype=jnp.float64)
+  unrolled, plain = make(k), make(1)
+  params = plain.init(jax.random.key(8), D)
+  params['halting']['kernel'] = params['halting']['kernel'] * 4.0
+  xs = jax.random.normal(jax.random.key(9), (batch, 3, D), jnp.float64)
+  lengths = jax.random.randint(jax.random.key(10), (batch,), 1, 4)
+
+  def loss(params, cell):
+    state, out = unroll(cell, params, cell.initial_state(batch), xs, lengths)
+    return (jnp.sum(jnp.sin(out.output)) + jnp.sum(state.c ** 2)
+            + 0.01 * jnp.sum(act.ponder_cost(out))), out
+
+  grad = lambda cell: jax.jit(jax.value_and_grad(
+      lambda p: loss(p, cell), has_aux=True))(params)
+  (lu, ou), gu = grad(unrolled)
+  (lp, op), gp = grad(plain)
+  steps = np.asarray(op.steps)
+  # Rows stop at steps that are not multiples of k, past the slots.
+  assert steps.max() > checkpoints and np.any(steps[steps > 0] % k)
+  np.testing.assert_array_equal(ou.steps, op.steps)
+  np.testing.assert_allclose(ou.output, op.output, rtol=1e-12, atol=1e-14)
+  np.testing.assert_allclose(lu, lp, rtol=1e-12)
+  jax.tree_util.tree_map(
+      lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12),
+      gu, gp)
+
+
 @pytest.mark.parametrize('checkpoints', [3, 8])
 def test_saved_residuals_give_the_same_values_and_gradients(checkpoints):
   # save_residuals only changes how the backward pass gets each step's

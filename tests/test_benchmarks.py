@@ -154,3 +154,30 @@ def test_unknown_benchmark_is_a_one_line_error(capsys):
   else:
     raise AssertionError('--only=nope was accepted')
   assert '--only takes names of act_loop' in capsys.readouterr().err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('name,argv,depth_key', [
+    ('act_loop', ['--tail=8'], 'N'),
+    ('rehn_depth', [], 'R'),
+    ('depth_cost', ['--modes=per_example', '--tail=4'], 'depth')])
+def test_unroll_reaches_the_loops_and_changes_no_depth(name, argv, depth_key,
+                                                      float32):
+  # The GPU measurement of LoopConfig(unroll=k) reads these rows: each
+  # records its unroll, and the realized depths are the plain loop's.
+  module = __import__(f'benchmarks.{name}', fromlist=['main'])
+  plain = module.main(['--quick', *argv])
+  unrolled = module.main(['--quick', *argv, '--unroll=3'])
+  assert [r['unroll'] for r in unrolled] == [3] * len(plain)
+  assert ([r[depth_key] for r in unrolled]
+          == [r[depth_key] for r in plain])
+
+
+@pytest.mark.slow
+def test_a_seed_population_trains_each_seed_as_a_run_alone(float32):
+  from benchmarks import seed_population
+  rows = seed_population.main(['--quick'])
+  assert [r['P'] for r in rows] == [2]
+  # Seed 0 of the population is the single run: same seed, key and batch.
+  assert rows[0]['max_abs_diff'] < 1e-5
+  assert _positive(rows[0], ('per_seed/single', 'ms_single', 'ponder'))

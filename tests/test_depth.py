@@ -524,23 +524,27 @@ def test_sampled_inference_is_keyed_and_stops_on_the_training_path():
   assert len(seen) > 1
 
 
-def _loop_pair(make, checkpoints=2):
-  return (make(loops.LoopConfig('while', checkpoints=checkpoints)),
+def _loop_pair(make, checkpoints=2, unroll=1):
+  return (make(loops.LoopConfig('while', checkpoints=checkpoints,
+                                unroll=unroll)),
           make(loops.LoopConfig('scan')))
 
 
+@pytest.mark.parametrize('unroll', [1, 3])
 @pytest.mark.parametrize('kind', ['token', 'token_pondernet', 'example'])
-def test_while_loop_equals_masked_scan_values_and_gradients(kind):
-  # Two checkpoint slots: depths past 2 run on thinned slots.
+def test_while_loop_equals_masked_scan_values_and_gradients(kind, unroll):
+  # Two checkpoint slots: depths past 2 run on thinned slots; unroll 3
+  # tests once per 3 applications and idles past the deepest position.
+  pair = functools.partial(_loop_pair, unroll=unroll)
   if kind == 'token':
-    fast, slow = _loop_pair(lambda loop: depth.per_token(
+    fast, slow = pair(lambda loop: depth.per_token(
         jax_block, max_depth=M, epsilon=EPS, halting_bias=-0.5, loop=loop))
     loss, extra = token_loss, ()
   elif kind == 'token_pondernet':
-    fast, slow = _loop_pair(lambda loop: _token_pondernet(loop=loop))
+    fast, slow = pair(lambda loop: _token_pondernet(loop=loop))
     loss, extra = token_pondernet_loss, ()
   else:
-    fast, slow = _loop_pair(lambda loop: _example_model('pondernet',
+    fast, slow = pair(lambda loop: _example_model('pondernet',
                                                         loop=loop))
     loss, extra = example_loss, (_data(seed=3)[2],)
   params = _setup(fast)

@@ -494,6 +494,8 @@ def test_loop_config_and_the_loop_accept_the_same_settings(name, value):
     (dict(checkpoints=0), 'checkpoints must be a positive'),
     (dict(save_residuals=1), 'save_residuals must be a bool'),
     (dict(compact_rows=0), 'compact_rows must be a positive'),
+    (dict(unroll=0), 'unroll must be a positive'),
+    (dict(kind='scan', unroll=2), "unroll=2 is for kind='while'"),
 ])
 def test_loop_config_refuses_bad_settings(kwargs, match):
   with pytest.raises(ValueError, match=match):

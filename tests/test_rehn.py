@@ -365,11 +365,14 @@ def test_a_row_with_closed_first_gate_is_carried_unchanged(name, loop):
   assert not np.allclose(state.h[1:], h0[1:])
 
 
-@pytest.mark.parametrize('name,checkpoints', [('srehn', 2), ('ei_rehn', 3)])
-def test_while_loop_equals_masked_scan(name, checkpoints):
-  # Few slots, so that deep rows take the thinned-slot backward path too.
+@pytest.mark.parametrize('name,checkpoints,k', [
+    ('srehn', 2, 1), ('ei_rehn', 3, 1), ('ei_rehn', 3, 4)])
+def test_while_loop_equals_masked_scan(name, checkpoints, k):
+  # Few slots, so that deep rows take the thinned-slot backward path too;
+  # k = 4 tests once per 4 micro-layers and idles past the deepest row.
   kw = dict(max_depth=12)
-  cw = _elastic(name, loop=loops.LoopConfig(checkpoints=checkpoints), **kw)
+  cw = _elastic(name, loop=loops.LoopConfig(checkpoints=checkpoints,
+                                            unroll=k), **kw)
   cs = _elastic(name, loop='scan', **kw)
   params = _elastic_params(cw, alpha=0.08, beta=0.95)
   batch = 6

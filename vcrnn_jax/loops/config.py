@@ -42,6 +42,15 @@ class LoopConfig:
       still-running rows are gathered into as rows halt (the halving
       ladder of :mod:`vcrnn_jax.compaction`); None: never compact. Pays
       when a few rows run far longer than the rest.
+    unroll: with ``'while'``, the steps each loop iteration runs: the
+      continue test is evaluated once per ``unroll`` steps, and the steps
+      an iteration takes after every row has halted change nothing (the
+      rows stay as they are, the step count stops). Pays where the test is
+      dear, on a GPU, where each iteration's predicate goes to the host;
+      costs up to ``unroll - 1`` idle steps per loop (and per compaction
+      stage), forward and backward. The backward slots then hold one carry
+      per iteration, and the backward pass differentiates an iteration's
+      ``unroll`` steps at once (their residuals live together).
 
   ``LoopConfig('scan')`` and the string ``'scan'`` are the same setting
   wherever a ``loop`` argument is taken (:func:`as_loop_config`):
@@ -50,17 +59,23 @@ class LoopConfig:
   >>> loops.as_loop_config('scan') == loops.LoopConfig('scan')
   True
   >>> loops.LoopConfig(checkpoints=4, save_residuals=True) == loops.LoopConfig(
-  ...     kind='while', checkpoints=4, save_residuals=True, compact_rows=None)
+  ...     kind='while', checkpoints=4, save_residuals=True, compact_rows=None,
+  ...     unroll=1)
   True
   >>> loops.LoopConfig('for')
   Traceback (most recent call last):
     ...
   ValueError: loop must be 'while' or 'scan', got 'for'.
+  >>> loops.LoopConfig('scan', unroll=4)
+  Traceback (most recent call last):
+    ...
+  ValueError: unroll=4 is for kind='while', not 'scan'.
   """
   kind: str = 'while'
   checkpoints: int = 8
   save_residuals: bool = False
   compact_rows: int | None = None
+  unroll: int = 1
 
   def __post_init__(self):
     if self.kind not in ('while', 'scan'):
@@ -74,6 +89,12 @@ class LoopConfig:
                        check_bool('save_residuals', self.save_residuals))
     object.__setattr__(self, 'compact_rows',
                        compaction.check_compact_rows(self.compact_rows))
+    object.__setattr__(self, 'unroll',
+                       check_positive_int('unroll', self.unroll))
+    if self.kind == 'scan' and self.unroll != 1:
+      # The masked scan is the reference: it runs every step already.
+      raise ValueError(f"unroll={self.unroll} is for kind='while', not "
+                       "'scan'.")
 
 
 def as_loop_config(loop: Any) -> LoopConfig:

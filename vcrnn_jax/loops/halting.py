@@ -12,6 +12,7 @@ own. The paper's maths stays in the body it is given.
 """
 
 from collections.abc import Callable
+import functools
 from typing import Any, NamedTuple
 
 import jax
@@ -81,6 +82,12 @@ def halting_loop(
   together skip every later stage, and a drop from 22 to 8 running rows goes
   straight to the 8-row stage.
 
+  With ``unroll=k`` (``kind='while'``) each loop iteration runs ``k``
+  steps and tests once: a step taken after every row has halted is
+  discarded whole (rows, ``running`` and the count stay), so the results
+  are those of ``unroll=1``; the loop pays up to ``k - 1`` idle steps and
+  saves ``k - 1`` of every ``k`` continue tests.
+
   Args:
     body_fun: ``(params, inputs, rows, running, n) -> (rows, running)``. It
       must leave rows whose ``running`` is False unchanged (compaction
@@ -102,16 +109,28 @@ def halting_loop(
   max_steps = check_positive_int('max_steps', max_steps)
   loop = as_loop_config(loop)
 
-  def body(args, c: HaltingCarry) -> HaltingCarry:
+  def step(args, c: HaltingCarry) -> HaltingCarry:
     params, inputs = args
     rows, running = body_fun(params, inputs, c.rows, c.running, c.n)
     # Each stage of a compacted loop counts to max_steps on its own; this
     # keeps the total there too.
     return HaltingCarry(rows, running & (c.n + 1 < max_steps), c.n + 1)
 
+  def body(args, c: HaltingCarry) -> HaltingCarry:
+    # The loop tests once per ``unroll`` steps. A step taken after every
+    # row has halted is discarded whole: body_fun leaves halted rows as
+    # they are, but at n = max_steps it may write out of range (an index
+    # clamped onto the last step's), and the count must stop.
+    c = step(args, c)
+    for _ in range(loop.unroll - 1):
+      live = jnp.any(c.running)
+      c = jax.tree_util.tree_map(functools.partial(jnp.where, live),
+                                 step(args, c), c)
+    return c
+
   carry = HaltingCarry(rows, running, jnp.zeros((), jnp.int32))
   if loop.kind == 'scan':
-    final, _ = masked_scan_loop(lambda c: jnp.any(c.running), body,
+    final, _ = masked_scan_loop(lambda c: jnp.any(c.running), step,
                                 (params, inputs), carry, max_steps=max_steps)
     return final.rows, final.n
 
@@ -126,9 +145,10 @@ def halting_loop(
     # of the first stage's: the tail's few rows often run longest, and
     # every step past the slots is recomputed in the backward pass.
     rows = carry.running.shape[0] if carry.running.ndim else 1
-    slots = min(max_steps, loop.checkpoints * max(1, sizes[0] // rows))
+    iterations = -(-max_steps // loop.unroll)
+    slots = min(iterations, loop.checkpoints * max(1, sizes[0] // rows))
     carry, _ = bounded_while_loop(
-        cond, body, (params, inputs), carry, max_steps=max_steps,
+        cond, body, (params, inputs), carry, max_steps=iterations,
         checkpoints=slots, save_residuals=loop.save_residuals)
     return carry
 

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# Halting loops that stay on the device, and seed populations: the GPU
+# measurements in one unattended command, each part under its own time
+# limit, its results packed into OUT/gpu_loops.tar.gz as soon as it ends.
+#
+# For ACT (uniform and tail: benchmarks.act_loop), EI-REHN
+# (benchmarks.rehn_depth) and adaptive depth (benchmarks.depth_cost), each
+# in a fresh process:
+#
+#   u1     the loop as it is: one continue test per step (the baseline);
+#   u4     loops.LoopConfig(unroll=4): one continue test per 4 steps, the
+#          steps after every row has halted discarded (exact);
+#   cb     XLA's command buffers with on-device WHILE and CONDITIONAL
+#          (--xla_gpu_enable_command_buffer=+WHILE,+CONDITIONAL: the loop's
+#          predicate stays on the device, the body a CUDA graph);
+#   cb_u4  both.
+#
+# Each benchmark times its loop against its oracle interleaved in the same
+# process, so every variant's ratio (while/oracle) stands on its own; the
+# variants differ in one factor each from u1. Then seed populations
+# (benchmarks.seed_population: P parity seeds vmapped into one train step,
+# per-seed time against one seed alone).
+#
+# Usage (from the repository root):
+#
+#   bash benchmarks/gpu_loops.sh OUT [SECONDS] [quick]
+#
+# SECONDS (default 540) is the whole command's budget; PARTS (default every
+# part, in the order below: ACT's first, which the issue's goals name)
+# chooses parts, so a second call can run what the first left. `quick`
+# runs each benchmark's tiny settings, the smoke test on a CPU (a few
+# minutes; the XLA flag is a no-op there). Wheels in .whl/ and a git bundle
+# in .gpu/ are used as by gpu_evidence.sh (gpu_setup.sh).
+set -u
+OUT=$(mkdir -p "${1:?usage: gpu_loops.sh OUT [SECONDS] [quick]}" && cd "$1" && pwd)
+BUDGET=${2:-540}
+MODE=${3:-full}
+WORK=${WORK:-/tmp/gpu_loops}
+T0=$SECONDS
+ALL='act_u1 act_u4 act_cb act_cb_u4 population rehn_u1 rehn_u4 rehn_cb
+depth_u1 depth_u4 depth_cb'
+PARTS=${PARTS:-$ALL}
+export PYTHONUNBUFFERED=1
+mkdir -p "$WORK/results" "$WORK/logs"
+LOG=$OUT/log.txt
+
+say() { echo "[$((SECONDS - T0)) s] $*" | tee -a "$LOG"; }
+left() { echo $((BUDGET - (SECONDS - T0))); }
+pack() { tar -C "$WORK" -czf "$OUT/gpu_loops.tar.gz" . 2>/dev/null; }
+
+RESERVE=${RESERVE:-10}
+# part NAME CAP XLA_FLAGS COMMAND...: COMMAND under min(CAP, time left -
+# RESERVE) with XLA_FLAGS set, its JSON in results/NAME.json.
+part() {
+  local name=$1 cap=$2 xla=$3 limit
+  shift 3
+  [[ " $(echo $PARTS) " == *" $name "* ]] || return 0
+  limit=$(( $(left) - RESERVE ))
+  (( cap < limit )) && limit=$cap
+  if (( limit < 10 )); then
+    say "$name: skipped (${limit} s left)"
+    return
+  fi
+  say "$name: up to ${limit} s: XLA_FLAGS='$xla' $*"
+  XLA_FLAGS="$xla" timeout --signal=INT --kill-after=10 "$limit" "$@" \
+    --json="$WORK/results/$name.json" > "$WORK/logs/$name.txt" 2>&1
+  say "$name: exit $? ($(tail -n 1 "$WORK/logs/$name.txt" | cut -c1-160))"
+  pack
+}
+
+. "$(dirname "$0")/gpu_setup.sh"
+python3 -c 'import jax; print("jax", jax.__version__, jax.devices())' 2>&1 \
+  | tee -a "$LOG"
+
+CB='--xla_gpu_enable_command_buffer=+WHILE,+CONDITIONAL'
+if [[ $MODE == quick ]]; then
+  ACT=(--quick) REHN=(--quick) DEPTH=(--quick) POP=(--quick)
+  C_ACT=300 C_REHN=200 C_DEPTH=300 C_POP=300
+else
+  # ACT at M 10 and 100 and the tail with and without compaction; EI-REHN
+  # at D_h 128; adaptive depth at the size of its GPU record (batch 64,
+  # 256 positions, width 512) at two max depths.
+  ACT=(--m=10,100 --tail=0,8 --repeats=10)
+  REHN=(--hidden=128 --max_depth=5,10 --repeats=5)
+  DEPTH=(--batch=64 --time=256 --features=512 --heads=8 --max_depth=8,32
+         --modes=per_token,per_example --tail=4 --repeats=5)
+  POP=(--populations=1,8,32,128 --repeats=10)
+  C_ACT=80 C_REHN=45 C_DEPTH=100 C_POP=90
+fi
+part act_u1 $C_ACT '' python3 -m benchmarks.act_loop "${ACT[@]}"
+part act_u4 $C_ACT '' python3 -m benchmarks.act_loop "${ACT[@]}" --unroll=4
+part act_cb $C_ACT "$CB" python3 -m benchmarks.act_loop "${ACT[@]}"
+part act_cb_u4 $C_ACT "$CB" python3 -m benchmarks.act_loop "${ACT[@]}" \
+  --unroll=4
+part population $C_POP '' python3 -m benchmarks.seed_population "${POP[@]}"
+part rehn_u1 $C_REHN '' python3 -m benchmarks.rehn_depth "${REHN[@]}"
+part rehn_u4 $C_REHN '' python3 -m benchmarks.rehn_depth "${REHN[@]}" \
+  --unroll=4
+part rehn_cb $C_REHN "$CB" python3 -m benchmarks.rehn_depth "${REHN[@]}"
+part depth_u1 $C_DEPTH '' python3 -m benchmarks.depth_cost "${DEPTH[@]}"
+part depth_u4 $C_DEPTH '' python3 -m benchmarks.depth_cost "${DEPTH[@]}" \
+  --unroll=4
+part depth_cb $C_DEPTH "$CB" python3 -m benchmarks.depth_cost "${DEPTH[@]}"
+cp "$LOG" "$WORK/logs/driver.txt"
+pack
+say "done; $(du -h "$OUT/gpu_loops.tar.gz" | cut -f1) in $OUT/gpu_loops.tar.gz"
