@@ -59,6 +59,13 @@ ELASTIC = 'elastic'
 # How far below R_max the mean realized depth must be for the gate to end
 # steps early (in micro-layers per step).
 EARLY_MARGIN = 0.5
+# When a gate that never ended a step early could not have (the rule of
+# the early-stop rows, printed with their criterion).
+INERT_RULE = ('Not testable here when the Eq. 15 bound at initialisation '
+              '(from the record\'s flags and the library\'s initialisation) '
+              'is at or above R_max and the realized depth does not come '
+              'below the margin: the gate never had a depth inside the range '
+              'to stop at.')
 _ARM_NAMES = {ELASTIC: 'elastic gate (the paper\'s)',
               'open': 'gate held open (`--gate=open`)'}
 
@@ -205,6 +212,7 @@ def _early_row(width: int, depth: int, arm: str, runs) -> tuple:
   v = verdicts.below(real, depth - EARLY_MARGIN,
                      what='realized depth on the test split',
                      fmt=lambda x: f'{x:.2f}', bounds=(1.0, float(depth)))
+  v = v._replace(criterion=v.criterion.rstrip('.') + '. ' + INERT_RULE)
   bound = max((initial_bound(r) for r in runs), default=0.0)
   if v.label in ('does not hold', 'within noise') and bound >= depth:
     v = verdicts.not_testable(v.criterion, (
