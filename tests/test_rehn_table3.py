@@ -72,6 +72,27 @@ def test_the_best_waits_for_every_depth_of_both_models():
               ei_rehn_r4=[(100, 99)] * 3).label == 'holds'
 
 
+def test_a_depth_one_model_alone_has_past_the_papers_is_not_in_the_sweep():
+  complete = dict(rhn_r2=[(200, 190)] * 3, rhn_r3=[(190, 180)] * 3,
+                  ei_rehn_r2=[(185, 175)] * 3, ei_rehn_r3=[(195, 170)] * 3)
+  rows = table3.rows(_groups(**complete, ei_rehn_r12=[(100, 99)]),
+                     {2: 73.4, 3: 69.8}, {2: 69.2, 3: 67.4})
+  best = [(claim, v) for claim, _, _, v in rows if 'its best' in claim][0]
+  # R_max 12 (one seed, the best validation) neither waits nor is chosen.
+  assert best[1].label == 'holds' and 'of depths 2-3' in best[0]
+
+
+def test_every_ei_rehn_folder_gets_its_gate_row():
+  # R_max 2 at the default initialisation (bound 6.96): the gate could not
+  # end a step early there.
+  groups = _groups(rhn_r2=[(200, 190)] * 3, ei_rehn_r2=[(190, 180)] * 3)
+  rows = table3.gate_rows(groups)
+  assert [(claim.split(' at ')[-1], v.label) for claim, _, _, v in rows] == [
+      ('$R_{max}$ = 2, $D_h = 100$', 'not testable here')]
+  assert '| elastic gate (the paper\'s) | 100 | 2 |' in table3.gate_table(
+      groups)
+
+
 def test_the_table_and_the_summary_take_the_records():
   groups = _groups(rhn_r2=[(200, 190)] * 3, ei_rehn_r2=[(190, 180)] * 3)
   text = table3.table(groups)

@@ -16,7 +16,13 @@ best :math:`R_{max}` below RHN at its best depth, each paired by seed. "Best"
 is chosen on the *validation* perplexity (mean over seeds), so that the test
 split judges a choice it did not make, and only once both models have the
 same depths with three seeds each: a best chosen among a sweep still
-landing would move with it.
+landing would move with it. The sweep is the paper's depths and those
+both models have; a depth past the paper's that one model alone has (a
+gate arm such as EI-REHN at R_max 12) stays out of it.
+
+:func:`gate_table` and :func:`gate_rows` read every EI-REHN folder with the
+gate arms beside it: the realized depth over training, and whether the
+gate ends steps early where its Eq. 15 bound lets it.
 """
 
 from collections.abc import Mapping, Sequence
@@ -81,20 +87,19 @@ def parse_arm(folder: str) -> tuple[int, int, str] | None:
 
 
 def arms(groups) -> dict[tuple[int, int], dict[str, list]]:
-  """``{(width, R_max): {arm: runs}}`` for every R_max that has a gate
-  arm, the elastic EI-REHN of the same width and R_max as arm
-  :data:`ELASTIC`."""
+  """``{(width, R_max): {arm: runs}}`` for every EI-REHN width and R_max:
+  the Table 3 folder as arm :data:`ELASTIC` and the gate arms beside it,
+  in order of width and R_max."""
   out: dict = {}
+  for width, cells in by_depth(groups).items():
+    for depth, runs in cells.get('ei_rehn', {}).items():
+      out.setdefault((width, depth), {})[ELASTIC] = list(runs)
   for folder, runs in sorted(groups.items()):
     parsed = parse_arm(folder)
     if parsed:
       width, depth, arm = parsed
       out.setdefault((width, depth), {})[arm] = list(runs)
-  for (width, depth), found in out.items():
-    base = by_depth(groups).get(width, {}).get('ei_rehn', {}).get(depth)
-    if base:
-      found[ELASTIC] = base
-  return out
+  return dict(sorted(out.items()))
 
 
 @functools.cache
@@ -136,7 +141,7 @@ def _course(runs) -> str:
 
 
 def gate_table(groups, statuses=None) -> str:
-  """Per width and R_max with a gate arm: each arm's test perplexity
+  """Per EI-REHN width and R_max: each arm's test perplexity
   (mean ± std, per seed) and its realized depth at the end and over
   training (mean over seeds at each evaluation, one per epoch)."""
   body, every, status = [], [], []
@@ -170,8 +175,8 @@ def gate_table(groups, statuses=None) -> str:
 
 
 def gate_rows(groups) -> list[tuple]:
-  """Summary rows ``(claim, the paper, here, verdict)`` for the gate
-  arms: at each R_max, for each arm whose gate is free (the paper's
+  """Summary rows ``(claim, the paper, here, verdict)`` for the gate: at
+  each EI-REHN R_max, for each arm whose gate is free (the paper's
   initialisation and any ``--alpha_init`` arm), the realized depth below
   R_max (the gate ends steps early); and the elastic gate below the same
   cell with the gate held open, paired by seed (elasticity judged apart
@@ -321,6 +326,12 @@ def rows(groups, paper_rhn: Mapping[int, float],
   out = []
   for width, cells in by_depth(groups).items():
     rhn, ei = cells.get('rhn', {}), cells.get('ei_rehn', {})
+    # The sweep of the best-against-best row: the paper's depths and those
+    # both models have. A depth past the paper's that one model alone has
+    # (EI-REHN at R_max 12, a gate arm) is not one the other will get.
+    sweep = set(paper_rhn) | set(paper_ei) | (rhn.keys() & ei.keys())
+    rhn = {d: runs for d, runs in rhn.items() if d in sweep}
+    ei = {d: runs for d, runs in ei.items() if d in sweep}
     for depth in sorted(rhn.keys() & ei.keys()):
       claim = (f'EI-REHN ($R_{{max}}$ = {depth}) below RHN (depth {depth}) '
                f'in test perplexity at $D_h = {width}$')
