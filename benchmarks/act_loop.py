@@ -184,8 +184,8 @@ def main(argv=None) -> list[dict]:
                       "(the binaries' --save_residuals)")
   parser.add_argument('--unroll', type=int, default=1,
                       help="(a)'s steps per loop iteration, one continue "
-                      'test each (loops.LoopConfig(unroll=k)); the tail '
-                      "case's loops too")
+                      'test each (loops.LoopConfig(unroll=k)), in the tail '
+                      "case too; (d) stays at 1")
   parser.add_argument('--tail', default='0,8,1',
                       help='comma-separated compact_rows (0: none) of the '
                       'tail case, where rows ponder different N (mean 3.55, '
@@ -298,8 +298,7 @@ def tail_case(x, y, tails, args) -> list[dict]:
     steps_fns[c] = _train_step.compile_step(*act_tail_step(100, loop),
                                             (xt, y))
     steps_fns[f'default {c}'] = _train_step.compile_step(
-        *act_tail_step(100, loops.LoopConfig(compact_rows=c or None,
-                                             unroll=args.unroll)),
+        *act_tail_step(100, loops.LoopConfig(compact_rows=c or None)),
         (xt, y))
   med = _train_step.interleaved(steps_fns, args.repeats)
   if args.profile:

@@ -13,7 +13,7 @@
 #   cb     XLA's command buffers with on-device WHILE and CONDITIONAL
 #          (--xla_gpu_enable_command_buffer=+WHILE,+CONDITIONAL: the loop's
 #          predicate stays on the device, the body a CUDA graph);
-#   cb_u4  both.
+#   cb_u4  both (ACT only, last).
 #
 # Each benchmark times its loop against its oracle interleaved in the same
 # process, so every variant's ratio (while/oracle) stands on its own; the
@@ -26,19 +26,22 @@
 #   bash benchmarks/gpu_loops.sh OUT [SECONDS] [quick]
 #
 # SECONDS (default 540) is the whole command's budget; PARTS (default every
-# part, in the order below: ACT's first, which the issue's goals name)
-# chooses parts, so a second call can run what the first left. `quick`
+# part, in the order below: ACT's first, each model's unrolled loop before
+# its command buffers) chooses parts, so a later call can run what one left.
+# A part stopped at its cap keeps its log (the tables printed so far) but
+# writes no JSON. `quick`
 # runs each benchmark's tiny settings, the smoke test on a CPU (a few
 # minutes; the XLA flag is a no-op there). Wheels in .whl/ and a git bundle
 # in .gpu/ are used as by gpu_evidence.sh (gpu_setup.sh).
 set -u
-OUT=$(mkdir -p "${1:?usage: gpu_loops.sh OUT [SECONDS] [quick]}" && cd "$1" && pwd)
+: "${1:?usage: gpu_loops.sh OUT [SECONDS] [quick]}"
+OUT=$(mkdir -p "$1" && cd "$1" && pwd)
 BUDGET=${2:-540}
 MODE=${3:-full}
 WORK=${WORK:-/tmp/gpu_loops}
 T0=$SECONDS
-ALL='act_u1 act_u4 act_cb act_cb_u4 population rehn_u1 rehn_u4 rehn_cb
-depth_u1 depth_u4 depth_cb'
+ALL='act_u1 act_u4 act_cb population depth_u1 depth_u4 depth_cb rehn_u1
+rehn_u4 rehn_cb act_cb_u4'
 PARTS=${PARTS:-$ALL}
 export PYTHONUNBUFFERED=1
 mkdir -p "$WORK/results" "$WORK/logs"
@@ -77,30 +80,33 @@ if [[ $MODE == quick ]]; then
   ACT=(--quick) REHN=(--quick) DEPTH=(--quick) POP=(--quick)
   C_ACT=300 C_REHN=200 C_DEPTH=300 C_POP=300
 else
-  # ACT at M 10 and 100 and the tail with and without compaction; EI-REHN
-  # at D_h 128; adaptive depth at the size of its GPU record (batch 64,
-  # 256 positions, width 512) at two max depths.
-  ACT=(--m=10,100 --tail=0,8 --repeats=10)
-  REHN=(--hidden=128 --max_depth=5,10 --repeats=5)
-  DEPTH=(--batch=64 --time=256 --features=512 --heads=8 --max_depth=8,32
-         --modes=per_token,per_example --tail=4 --repeats=5)
-  POP=(--populations=1,8,32,128 --repeats=10)
-  C_ACT=80 C_REHN=45 C_DEPTH=100 C_POP=90
+  # ACT at M 100 and the tail with and without compaction; EI-REHN at
+  # D_h 128, R_max 10; adaptive depth at the size of its GPU record (batch
+  # 64, 256 positions, width 512) at M 16. The caps (H200 records: the
+  # suite's act_loop took 69 s at three M, rehn_depth 66 s at two widths,
+  # depth_cost 256 s at four M and three modes) add up to 510 s, 465 s
+  # before the last part.
+  ACT=(--m=100 --tail=0,8 --repeats=10)
+  REHN=(--hidden=128 --max_depth=10 --repeats=5)
+  DEPTH=(--batch=64 --time=256 --features=512 --heads=8 --max_depth=16
+         --modes=per_token,per_example --tail=4 --repeats=3)
+  POP=(--populations=8,32,128 --repeats=10)
+  C_ACT=45 C_REHN=30 C_DEPTH=60 C_POP=60
 fi
 part act_u1 $C_ACT '' python3 -m benchmarks.act_loop "${ACT[@]}"
 part act_u4 $C_ACT '' python3 -m benchmarks.act_loop "${ACT[@]}" --unroll=4
 part act_cb $C_ACT "$CB" python3 -m benchmarks.act_loop "${ACT[@]}"
-part act_cb_u4 $C_ACT "$CB" python3 -m benchmarks.act_loop "${ACT[@]}" \
-  --unroll=4
 part population $C_POP '' python3 -m benchmarks.seed_population "${POP[@]}"
-part rehn_u1 $C_REHN '' python3 -m benchmarks.rehn_depth "${REHN[@]}"
-part rehn_u4 $C_REHN '' python3 -m benchmarks.rehn_depth "${REHN[@]}" \
-  --unroll=4
-part rehn_cb $C_REHN "$CB" python3 -m benchmarks.rehn_depth "${REHN[@]}"
 part depth_u1 $C_DEPTH '' python3 -m benchmarks.depth_cost "${DEPTH[@]}"
 part depth_u4 $C_DEPTH '' python3 -m benchmarks.depth_cost "${DEPTH[@]}" \
   --unroll=4
 part depth_cb $C_DEPTH "$CB" python3 -m benchmarks.depth_cost "${DEPTH[@]}"
+part rehn_u1 $C_REHN '' python3 -m benchmarks.rehn_depth "${REHN[@]}"
+part rehn_u4 $C_REHN '' python3 -m benchmarks.rehn_depth "${REHN[@]}" \
+  --unroll=4
+part rehn_cb $C_REHN "$CB" python3 -m benchmarks.rehn_depth "${REHN[@]}"
+part act_cb_u4 $C_ACT "$CB" python3 -m benchmarks.act_loop "${ACT[@]}" \
+  --unroll=4
 cp "$LOG" "$WORK/logs/driver.txt"
 pack
 say "done; $(du -h "$OUT/gpu_loops.tar.gz" | cut -f1) in $OUT/gpu_loops.tar.gz"

@@ -315,8 +315,10 @@ def test_an_unrolled_loop_equals_the_loop_that_tests_every_step(
   (lu, ou), gu = grad(unrolled)
   (lp, op), gp = grad(plain)
   steps = np.asarray(op.steps)
-  # Rows stop at steps that are not multiples of k, past the slots.
-  assert steps.max() > checkpoints and np.any(steps[steps > 0] % k)
+  # Rows stop at steps that are not multiples of k; with 2 slots of 3
+  # steps each, the deepest rows run past them (thinned slots).
+  assert np.any(steps[steps > 0] % k)
+  assert steps.max() > checkpoints * k or checkpoints != 2
   np.testing.assert_array_equal(ou.steps, op.steps)
   np.testing.assert_allclose(ou.output, op.output, rtol=1e-12, atol=1e-14)
   np.testing.assert_allclose(lu, lp, rtol=1e-12)

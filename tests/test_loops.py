@@ -554,3 +554,36 @@ def test_loop_config_stores_numpy_values_as_the_loop_reads_them():
       jnp.zeros(()), max_steps=5, checkpoints=config.checkpoints,
       save_residuals=config.save_residuals)
   assert float(out) == 3.0 and int(steps) == 3
+
+
+@pytest.mark.parametrize('k', [2, 3, 5])
+def test_an_unrolled_halting_loop_equals_the_plain_one(k):
+  # Rows halt after 1, 2, 3 steps and two at max_steps; the body reads a
+  # per-step table with jnp.take, which fills reads past its end with NaN.
+  # The steps an iteration takes after every row has halted must not
+  # count, change a row, or reach the gradients (as 0 * NaN).
+  m = 4
+  halt_after = jnp.array([1, 2, 4, 4, 3], jnp.int32)
+
+  def body(params, inputs, rows, running, n):
+    w, table = params
+    new = jnp.tanh(rows * w + jnp.take(table, n))
+    rows = jnp.where(running, new, rows)
+    return rows, running & (n + 1 < inputs)
+
+  def loss(params, unroll):
+    rows, n = loops.halting_loop(
+        body, params, halt_after, jnp.full((5,), 0.5), jnp.ones((5,), bool),
+        max_steps=m, loop=loops.LoopConfig(unroll=unroll))
+    return jnp.sum(rows ** 2 * jnp.arange(1.0, 6.0)), (rows, n)
+
+  params = (jnp.array(0.7), jnp.linspace(0.1, 0.4, m))
+  grad = jax.jit(jax.value_and_grad(loss, has_aux=True), static_argnums=1)
+  (lk, (rows_k, n_k)), gk = grad(params, k)
+  (l1, (rows_1, n_1)), g1 = grad(params, 1)
+  assert int(n_1) == m and int(n_k) == m
+  np.testing.assert_allclose(rows_k, rows_1, rtol=1e-12)
+  np.testing.assert_allclose(lk, l1, rtol=1e-12)
+  for a, b in zip(gk, g1):
+    assert np.all(np.isfinite(a))
+    np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)

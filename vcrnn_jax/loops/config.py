@@ -47,10 +47,12 @@ class LoopConfig:
       an iteration takes after every row has halted change nothing (the
       rows stay as they are, the step count stops). Pays where the test is
       dear, on a GPU, where each iteration's predicate goes to the host;
-      costs up to ``unroll - 1`` idle steps per loop (and per compaction
-      stage), forward and backward. The backward slots then hold one carry
-      per iteration, and the backward pass differentiates an iteration's
-      ``unroll`` steps at once (their residuals live together).
+      costs up to ``unroll - 1`` idle steps after the last row halts,
+      forward and backward, and moves to a compaction stage up to
+      ``unroll - 1`` steps late. The backward slots then hold one carry
+      per iteration (with ``save_residuals``, ``unroll`` steps' residuals
+      each), and the backward pass differentiates an iteration's ``unroll``
+      steps at once.
 
   ``LoopConfig('scan')`` and the string ``'scan'`` are the same setting
   wherever a ``loop`` argument is taken (:func:`as_loop_config`):

@@ -85,11 +85,16 @@ def halting_loop(
   With ``unroll=k`` (``kind='while'``) each loop iteration runs ``k``
   steps and tests once: a step taken after every row has halted is
   discarded whole (rows, ``running`` and the count stay), so the results
-  are those of ``unroll=1``; the loop pays up to ``k - 1`` idle steps and
-  saves ``k - 1`` of every ``k`` continue tests.
+  are those of ``unroll=1`` up to float rounding (the parameters'
+  cotangents are summed in another order); the loop pays up to ``k - 1``
+  idle steps after the last row halts, moves to a compaction stage up to
+  ``k - 1`` steps late, and saves ``k - 1`` of every ``k`` continue
+  tests.
 
   Args:
-    body_fun: ``(params, inputs, rows, running, n) -> (rows, running)``. It
+    body_fun: ``(params, inputs, rows, running, n) -> (rows, running)``,
+      ``0 <= n < max_steps`` (with ``unroll > 1`` it is also called, its
+      result discarded, once every row has halted). It
       must leave rows whose ``running`` is False unchanged (compaction
       carries some halted rows along in the smaller batch), and may only
       switch rows from running to halted.
@@ -118,14 +123,16 @@ def halting_loop(
 
   def body(args, c: HaltingCarry) -> HaltingCarry:
     # The loop tests once per ``unroll`` steps. A step taken after every
-    # row has halted is discarded whole: body_fun leaves halted rows as
-    # they are, but at n = max_steps it may write out of range (an index
-    # clamped onto the last step's), and the count must stop.
+    # row has halted is discarded whole (body_fun would leave the rows, but
+    # it may write by n, and the count must stop), and it reads n clamped
+    # below max_steps: a read past a per-step table can be NaN (jnp.take's
+    # fill), and the select's gradient would carry 0 * NaN. While a row
+    # runs, n < max_steps already.
     c = step(args, c)
     for _ in range(loop.unroll - 1):
       live = jnp.any(c.running)
-      c = jax.tree_util.tree_map(functools.partial(jnp.where, live),
-                                 step(args, c), c)
+      new = step(args, c._replace(n=jnp.minimum(c.n, max_steps - 1)))
+      c = jax.tree_util.tree_map(functools.partial(jnp.where, live), new, c)
     return c
 
   carry = HaltingCarry(rows, running, jnp.zeros((), jnp.int32))
