@@ -80,7 +80,11 @@ def make(name: str, runs: dict, *, command: str, started: str,
                    'affinities': [a for a in runs if runs[a]],
                    'pinned_cpu': settings.get('pinned_cpu'),
                    'in_process': settings.get('in_process', False),
-                   'flags': list(settings.get('flags', {}).get(name, []))},
+                   'flags': list(settings.get('flags', {}).get(name, [])),
+                   # XLA's own flags change what is measured (command
+                   # buffers, say): kept where the run had any.
+                   **({'xla_flags': os.environ['XLA_FLAGS']}
+                      if os.environ.get('XLA_FLAGS') else {})},
       'ratios': list(ratios), 'times': list(times),
       'rows': bench_records.aggregate(_cli.json_ready(runs), ratios, times)})
 

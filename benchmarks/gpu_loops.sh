@@ -17,7 +17,10 @@
 #
 # Each benchmark times its loop against its oracle interleaved in the same
 # process, so every variant's ratio (while/oracle) stands on its own; the
-# variants differ in one factor each from u1. Then seed populations
+# variants differ in one factor each from u1. Each runs through the suite
+# (python -m benchmarks --only=NAME, unpinned, one run in a fresh process),
+# so that records/<variant>/<benchmark>.json is a record like the suite's,
+# its flags and XLA_FLAGS in its provenance. Then seed populations
 # (benchmarks.seed_population: P parity seeds vmapped into one train step,
 # per-seed time against one seed alone).
 #
@@ -44,7 +47,7 @@ ALL='act_u1 act_u4 act_cb population depth_u1 depth_u4 depth_cb rehn_u1
 rehn_u4 rehn_cb act_cb_u4'
 PARTS=${PARTS:-$ALL}
 export PYTHONUNBUFFERED=1
-mkdir -p "$WORK/results" "$WORK/logs"
+mkdir -p "$WORK/results" "$WORK/records" "$WORK/logs"
 LOG=$OUT/log.txt
 
 say() { echo "[$((SECONDS - T0)) s] $*" | tee -a "$LOG"; }
@@ -53,7 +56,7 @@ pack() { tar -C "$WORK" -czf "$OUT/gpu_loops.tar.gz" . 2>/dev/null; }
 
 RESERVE=${RESERVE:-10}
 # part NAME CAP XLA_FLAGS COMMAND...: COMMAND under min(CAP, time left -
-# RESERVE) with XLA_FLAGS set, its JSON in results/NAME.json.
+# RESERVE) with XLA_FLAGS set, its output in logs/NAME.txt.
 part() {
   local name=$1 cap=$2 xla=$3 limit
   shift 3
@@ -66,7 +69,7 @@ part() {
   fi
   say "$name: up to ${limit} s: XLA_FLAGS='$xla' $*"
   XLA_FLAGS="$xla" timeout --signal=INT --kill-after=10 "$limit" "$@" \
-    --json="$WORK/results/$name.json" > "$WORK/logs/$name.txt" 2>&1
+    > "$WORK/logs/$name.txt" 2>&1
   say "$name: exit $? ($(tail -n 1 "$WORK/logs/$name.txt" | cut -c1-160))"
   pack
 }
@@ -77,9 +80,12 @@ python3 -c 'import jax; print("jax", jax.__version__, jax.devices())' 2>&1 \
 
 CB='--xla_gpu_enable_command_buffer=+WHILE,+CONDITIONAL'
 if [[ $MODE == quick ]]; then
-  ACT=(--quick) REHN=(--quick) DEPTH=(--quick) POP=(--quick)
+  MACHINE=${MACHINE:-smoke}
+  ACT=() REHN=() DEPTH=() POP=(--quick)
   C_ACT=300 C_REHN=200 C_DEPTH=300 C_POP=300
 else
+  MACHINE=${MACHINE:-$(nvidia-smi --query-gpu=name --format=csv,noheader \
+                       2>/dev/null | head -n 1)}
   # ACT at M 100 and the tail with and without compaction; EI-REHN at
   # D_h 128, R_max 10; adaptive depth at the size of its GPU record (batch
   # 64, 256 positions, width 512) at M 16. The caps (H200 records: the
@@ -93,20 +99,30 @@ else
   POP=(--populations=8,32,128 --repeats=10)
   C_ACT=45 C_REHN=30 C_DEPTH=60 C_POP=60
 fi
-part act_u1 $C_ACT '' python3 -m benchmarks.act_loop "${ACT[@]}"
-part act_u4 $C_ACT '' python3 -m benchmarks.act_loop "${ACT[@]}" --unroll=4
-part act_cb $C_ACT "$CB" python3 -m benchmarks.act_loop "${ACT[@]}"
-part population $C_POP '' python3 -m benchmarks.seed_population "${POP[@]}"
-part depth_u1 $C_DEPTH '' python3 -m benchmarks.depth_cost "${DEPTH[@]}"
-part depth_u4 $C_DEPTH '' python3 -m benchmarks.depth_cost "${DEPTH[@]}" \
-  --unroll=4
-part depth_cb $C_DEPTH "$CB" python3 -m benchmarks.depth_cost "${DEPTH[@]}"
-part rehn_u1 $C_REHN '' python3 -m benchmarks.rehn_depth "${REHN[@]}"
-part rehn_u4 $C_REHN '' python3 -m benchmarks.rehn_depth "${REHN[@]}" \
-  --unroll=4
-part rehn_cb $C_REHN "$CB" python3 -m benchmarks.rehn_depth "${REHN[@]}"
-part act_cb_u4 $C_ACT "$CB" python3 -m benchmarks.act_loop "${ACT[@]}" \
-  --unroll=4
+# bench PART CAP XLA_FLAGS BENCHMARK FLAGS...: the benchmark through the
+# suite, its record in records/PART/.
+bench() {
+  local name=$1 cap=$2 xla=$3 which=$4
+  shift 4
+  local args=(--only="$which" --repeats=1 --affinity=unpinned
+              --machine="$MACHINE" --record_dir="$WORK/records/$name"
+              --out="$WORK/suite_$name")
+  [[ $MODE == quick ]] && args+=(--quick)
+  args+=(--flags="$which=$*")
+  part "$name" "$cap" "$xla" python3 -m benchmarks "${args[@]}"
+}
+bench act_u1 $C_ACT '' act_loop "${ACT[@]}"
+bench act_u4 $C_ACT '' act_loop "${ACT[@]}" --unroll=4
+bench act_cb $C_ACT "$CB" act_loop "${ACT[@]}"
+part population $C_POP '' python3 -m benchmarks.seed_population "${POP[@]}" \
+  --json="$WORK/results/population.json"
+bench depth_u1 $C_DEPTH '' depth_cost "${DEPTH[@]}"
+bench depth_u4 $C_DEPTH '' depth_cost "${DEPTH[@]}" --unroll=4
+bench depth_cb $C_DEPTH "$CB" depth_cost "${DEPTH[@]}"
+bench rehn_u1 $C_REHN '' rehn_depth "${REHN[@]}"
+bench rehn_u4 $C_REHN '' rehn_depth "${REHN[@]}" --unroll=4
+bench rehn_cb $C_REHN "$CB" rehn_depth "${REHN[@]}"
+bench act_cb_u4 $C_ACT "$CB" act_loop "${ACT[@]}" --unroll=4
 cp "$LOG" "$WORK/logs/driver.txt"
 pack
 say "done; $(du -h "$OUT/gpu_loops.tar.gz" | cut -f1) in $OUT/gpu_loops.tar.gz"

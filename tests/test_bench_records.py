@@ -2,9 +2,11 @@
 experiments.results``, quoted by docs/performance.md."""
 
 import json
+import os
 import re
 import subprocess
 import sys
+from unittest import mock
 
 from benchmarks import _record
 from experiments.reports import bench_records, records, results
@@ -21,11 +23,17 @@ RUNS = {'unpinned': [[{'cell': 'gru', 'hidden': 16, 'ours/flax': 1.2,
                      'linen/flax': 1.0, 'ms_flax': 5.5}]]}
 
 
-def _make(quick=True):
-  return _record.make(
-      'flax_rnn', RUNS, command='python -m benchmarks --only=flax_rnn',
-      started='2025-01-02T03:04:05+00:00', seconds=12.34, machine='box',
-      settings={'quick': quick, 'pinned_cpu': 0})
+def _make(quick=True, xla_flags=None):
+  # The record keeps the run's XLA_FLAGS; the tests' own (conftest.py) are
+  # not the benchmark's.
+  env = {k: v for k, v in os.environ.items() if k != 'XLA_FLAGS'}
+  if xla_flags:
+    env['XLA_FLAGS'] = xla_flags
+  with mock.patch.dict(os.environ, env, clear=True):
+    return _record.make(
+        'flax_rnn', RUNS, command='python -m benchmarks --only=flax_rnn',
+        started='2025-01-02T03:04:05+00:00', seconds=12.34, machine='box',
+        settings={'quick': quick, 'pinned_cpu': 0})
 
 
 def test_record_holds_provenance_settings_and_aggregated_rows(tmp_path):
@@ -130,6 +138,17 @@ def test_provenance_names_a_gpu_and_the_flags_given():
   record['settings']['flags'] = []
   line = bench_records.provenance(record)
   assert '(cpu)' not in line and 'default settings;' in line
+  # XLA's own flags (command buffers) are part of what was measured.
+  record['settings']['xla_flags'] = '--xla_gpu_enable_command_buffer=+WHILE'
+  line = bench_records.provenance(record)
+  assert ('default settings, XLA_FLAGS '
+          '`--xla_gpu_enable_command_buffer=+WHILE`;') in line
+
+
+def test_a_record_keeps_the_xla_flags_of_its_run():
+  assert 'xla_flags' not in _make()['settings']
+  flags = '--xla_gpu_enable_command_buffer=+WHILE'
+  assert _make(xla_flags=flags)['settings']['xla_flags'] == flags
 
 
 def test_records_of_another_machine_are_read_from_a_subfolder(tmp_path):

@@ -250,6 +250,8 @@ def provenance(record: Mapping[str, Any]) -> str:
   flags = s.get('flags') or []
   settings = ('quick settings' if s['quick'] else
               f'flags `{" ".join(flags)}`' if flags else 'default settings')
+  if s.get('xla_flags'):
+    settings += f', XLA_FLAGS `{s["xla_flags"]}`'
   return (f'`{record["command"]}` at commit {record["commit"][:7]}'
           f'{" (dirty)" if record.get("dirty") else ""} on '
           f'{m.get("name") or "an unnamed machine"} ({device}{m.get("cpu")}, '
