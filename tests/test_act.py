@@ -1,5 +1,7 @@
 """ACT (Graves 2016) against a slow NumPy loop of Eq. 3-13 and Eq. 19-20."""
 
+import functools
+
 import chex
 import jax
 import jax.numpy as jnp
@@ -247,6 +249,14 @@ def test_unroll_passes_the_padding_mask_in_the_context():
   assert seen and all(c.active is None for c in seen)
 
 
+def _tail_loss(params, cell, *, xs, lengths):
+  """A loss that reads every output, the LSTM state and the ponder cost."""
+  state, out = unroll(cell, params, cell.initial_state(xs.shape[0]), xs,
+                      lengths)
+  return (jnp.sum(jnp.sin(out.output)) + jnp.sum(state.c ** 2)
+          + 0.01 * jnp.sum(act.ponder_cost(out))), out
+
+
 def test_compacted_tail_equals_the_full_batch_loop():
   # 24 rows halting at widely different steps, with padding: the loop runs
   # on 24 rows, then 12, 6, 3 and 2 rows, the smaller stages with more
@@ -265,10 +275,7 @@ def test_compacted_tail_equals_the_full_batch_loop():
   xs = jax.random.normal(jax.random.key(4), (batch, 3, D), jnp.float64)
   lengths = jax.random.randint(jax.random.key(5), (batch,), 1, 4)
 
-  def loss(params, cell):
-    state, out = unroll(cell, params, cell.initial_state(batch), xs, lengths)
-    return (jnp.sum(jnp.sin(out.output)) + jnp.sum(state.c ** 2)
-            + 0.01 * jnp.sum(act.ponder_cost(out))), out
+  loss = functools.partial(_tail_loss, xs=xs, lengths=lengths)
 
   # Under jit, as training runs it.
   (lc, oc), gc = jax.jit(jax.value_and_grad(
@@ -306,10 +313,7 @@ def test_an_unrolled_loop_equals_the_loop_that_tests_every_step(
   xs = jax.random.normal(jax.random.key(9), (batch, 3, D), jnp.float64)
   lengths = jax.random.randint(jax.random.key(10), (batch,), 1, 4)
 
-  def loss(params, cell):
-    state, out = unroll(cell, params, cell.initial_state(batch), xs, lengths)
-    return (jnp.sum(jnp.sin(out.output)) + jnp.sum(state.c ** 2)
-            + 0.01 * jnp.sum(act.ponder_cost(out))), out
+  loss = functools.partial(_tail_loss, xs=xs, lengths=lengths)
 
   grad = lambda cell: jax.jit(jax.value_and_grad(
       lambda p: loss(p, cell), has_aux=True))(params)
@@ -347,10 +351,7 @@ def test_saved_residuals_give_the_same_values_and_gradients(checkpoints):
   xs = jax.random.normal(jax.random.key(7), (batch, 3, D), jnp.float64)
   lengths = jnp.array([3, 1, 2, 3, 3, 2])
 
-  def loss(params, cell):
-    state, out = unroll(cell, params, cell.initial_state(batch), xs, lengths)
-    return (jnp.sum(jnp.sin(out.output)) + jnp.sum(state.c ** 2)
-            + 0.01 * jnp.sum(act.ponder_cost(out))), out
+  loss = functools.partial(_tail_loss, xs=xs, lengths=lengths)
 
   grad = lambda cell: jax.jit(jax.value_and_grad(
       lambda p: loss(p, cell), has_aux=True))(params)
