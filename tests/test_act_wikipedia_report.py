@@ -85,12 +85,21 @@ def test_an_inert_ponder_is_not_testable_and_a_missing_class_is_skipped():
                   for s in range(3)]}
   assert set(_labels(groups).values()) == {'**not testable here**'}
   assert 'cap (M = 100) on 99.0%' in wikipedia.claim_rows(groups)[0][3]
-  # One inert seed of three: judged, and the evidence says so.
-  groups = {ACT: [_record(0, 2.1, capped, cap=0.99)]
-            + [_record(s, 2.1, _classes(4.0, 3.0, 3.0)) for s in (1, 2)]}
+  # One inert seed of three: the two that act cannot decide.
+  live = [_record(s, 2.1, _classes(4.0 + s / 10, 3.0, 3.0)) for s in (1, 2)]
+  groups = {ACT: [_record(0, 2.1, capped, cap=0.99)] + live}
   rows = wikipedia.claim_rows(groups)
-  assert rows[0][3].startswith('1 of 3 seeds inert')
-  assert '**not testable here**' not in rows[0][2]
+  assert rows[0][2] == '**not testable here**'
+  assert rows[0][3].startswith('1 of 3 seeds inert (seed 0: ponder at its cap')
+  assert '2 seeds whose ponder acts are fewer than 3' in rows[0][3]
+  # One inert seed of four: judged over the three that act, which all pause
+  # at spaces (the inert seed's difference of 0 would have pulled the mean
+  # interval over 0).
+  groups[ACT].append(_record(3, 2.1, _classes(4.3, 3.0, 3.0)))
+  rows = wikipedia.claim_rows(groups)
+  assert rows[0][2] == '**holds**'
+  assert rows[0][3].startswith('1 of 4 seeds inert (seed 0: ponder at its cap')
+  assert 'left out' in rows[0][3] and 'n = 3' in rows[0][3]
   # No sentence mark in the text read: that claim has no seed (undecided);
   # no analysis at all (an older record): no class row in the table.
   no_end = _classes(4.0, 3.0, None)

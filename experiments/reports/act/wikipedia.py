@@ -29,8 +29,9 @@ valid split, and the ponder of each of its first characters.
   :func:`~experiments.reports.verdicts.exceeds`), and bits per character
   with ACT below those without (paired by seed,
   :func:`~experiments.reports.verdicts.paired`); a seed whose ponder never
-  leaves its floor or sits at its cap on every character read is *inert*,
-  and a claim whose seeds are all inert is not testable here;
+  leaves its floor or sits at its cap on every character read is *inert*
+  and left out of the class claims, and a class claim with fewer than three
+  seeds whose ponder acts is not testable here;
 * ``act/wikipedia_ponder.svg``: the ponder over the first characters of the
   valid split, one seed, characters on the x axis (Figs. 23-24).
 
@@ -177,10 +178,19 @@ def _where(base: str, runs) -> str:
 
 def _class_verdict(runs, cls: str, claim: str) -> verdicts.Verdict:
   """Ponder of class ``cls`` above inside words: the per-seed difference
-  of the two means, over the seeds with both."""
+  of the two means, over the seeds with both whose ponder acts.
+
+  An inert seed's difference is 0 by construction (every class at the
+  floor or at the cap): it measures a halting unit that never chose, not
+  where the network pauses, so it is left out, as Fig. 6 is judged over
+  the seeds that solve parity; fewer than
+  :data:`~experiments.reports.verdicts.MIN_SEEDS` seeds left is not
+  testable here.
+  """
   criterion_claim = (f'{claim} (per seed, the mean ponder of the class '
                      'minus that inside words, over the first characters '
-                     'of the valid split)')
+                     'of the valid split; seeds whose ponder is inert are '
+                     'left out)')
   diffs, dead = [], []
   for r in runs:
     a, b = class_mean(r, cls), class_mean(r, BASELINE)
@@ -189,16 +199,20 @@ def _class_verdict(runs, cls: str, claim: str) -> verdicts.Verdict:
     why = inert(r)
     if why:
       dead.append((r['seed'], why))
-    diffs.append(a - b)
+    else:
+      diffs.append(a - b)
   v = verdicts.exceeds(diffs, claim=criterion_claim, fmt=_fmt)
-  if dead and len(dead) == len(diffs) and len(diffs) >= verdicts.MIN_SEEDS:
-    return verdicts.not_testable(v.criterion, '; '.join(
-        f'seed {s}: {why}' for s, why in dead) + ': an inert mechanism '
-        'cannot show where it pauses')
-  if dead:
-    return v._replace(evidence=f'{len(dead)} of {len(diffs)} seeds inert '
-                      f'({dead[0][1]}); ' + v.evidence)
-  return v
+  if not dead:
+    return v
+  seen = len(diffs) + len(dead)
+  excluded = (f'{len(dead)} of {seen} seeds inert ('
+              + '; '.join(f'seed {s}: {why}' for s, why in dead) + ')')
+  if seen >= verdicts.MIN_SEEDS and len(diffs) < verdicts.MIN_SEEDS:
+    return verdicts.not_testable(v.criterion, f'{excluded}: an inert '
+                                 'mechanism cannot show where it pauses, and '
+                                 f'{len(diffs)} seeds whose ponder acts are '
+                                 f'fewer than {verdicts.MIN_SEEDS}')
+  return v._replace(evidence=f'{excluded}, left out; ' + v.evidence)
 
 
 def claim_rows(groups) -> list[list[str]]:
