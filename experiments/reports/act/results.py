@@ -151,6 +151,12 @@ def _steps_k(runs: Sequence[Mapping[str, Any]]) -> str:
   return ' / '.join(f'{s // 1000}k' for s in steps)
 
 
+def _lr(runs: Sequence[Mapping[str, Any]]) -> str:
+  rates = sorted({r.get('flags', {}).get('learning_rate') for r in runs},
+                 key=str)
+  return ' / '.join('?' if x is None else f'{x:g}' for x in rates)
+
+
 def _machine(runs: Sequence[Mapping[str, Any]]) -> str:
   m, v = runs[0]['machine'], runs[0]['versions']
   return (f'{m["name"]} ({m["cores"]} cores, {m["cpu"]}; Python '
@@ -419,8 +425,9 @@ def summary_text(main: Sequence[Mapping[str, Any]],
                  f'without ACT "almost {_pct(PAPER_NO_ACT, 0)}" (Sec. 3.1); '
                  f'here {_mean_std_pct(_errors(no_act))}', *v.cells()])
   v = _growth_verdict(main)
-  rows.append(['parity: ponder grows by more than one step across 1-64 '
-               'bits at $\\tau = 0.01$',
+  rows.append(['parity at the main command\'s settings (learning rate '
+               f'{_lr(main)}, {_steps_k(main)} updates): ponder grows by more '
+               'than one step across 1-64 bits at $\\tau = 0.01$',
                'grows about linearly at intermediate $\\tau$ (Fig. 6)',
                *v.cells()])
   for tau, runs in paper_lr_groups(groups or {}):
