@@ -132,6 +132,12 @@ def test_outputs_and_figure(tmp_path):
                   for s in (2, 1)]}
   data = wikipedia.ponder_data(groups)
   assert data['seed'] == 1 and data['symbols'] == list('To be, or not')
+  # A seed at its floor is passed over for one whose ponder acts.
+  groups[ACT].append(_record(0, 2.1, _classes(2.0, 2.0, 2.0, 2.0), floor=1.0))
+  assert wikipedia.ponder_data(groups)['seed'] == 1
+  inert_only = {ACT: [_record(0, 2.1, _classes(2.0, 2.0, 2.0, 2.0),
+                              floor=1.0)]}
+  assert wikipedia.ponder_data(inert_only)['seed'] == 0
   out = wikipedia.outputs(groups)[2]
   path = out.draw(tmp_path / 'ponder.svg')
   assert path.read_text().lstrip().startswith('<?xml')

@@ -331,20 +331,23 @@ def verdicts_text(groups) -> str:
 
 def ponder_data(groups) -> dict:
   """What the figure draws: the ponder and loss over the first characters
-  of the valid split of the lowest seed of the first ACT setting that has
-  them; ``{}`` without one."""
-  for base, by_folder in sorted(settings(groups).items()):
-    for name, runs in _with_act(by_folder):
-      for r in runs:
-        shown = _analysis(r).get('ponder_over_text') or {}
-        if shown.get('symbols'):
-          flags = r.get('flags', {})
-          return {'folder': name, 'seed': r['seed'],
-                  'tau': flags.get('tau'), 'where': _where(base, runs),
-                  'steps': r['steps'], 'symbols': shown['symbols'],
-                  'ponder': shown['ponder'], 'bits': shown.get('bits', []),
-                  'resets': shown.get('resets', [])}
-  return {}
+  of the valid split of the lowest seed of the first ACT setting (tau
+  ascending) that has them, a seed whose ponder acts before an inert one;
+  ``{}`` without one."""
+  found = [(base, name, runs, r)
+           for base, by_folder in sorted(settings(groups).items())
+           for name, runs in _with_act(by_folder) for r in runs
+           if (_analysis(r).get('ponder_over_text') or {}).get('symbols')]
+  if not found:
+    return {}
+  base, name, runs, r = next(
+      (f for f in found if not inert(f[3])), found[0])
+  shown = _analysis(r)['ponder_over_text']
+  return {'folder': name, 'seed': r['seed'],
+          'tau': r.get('flags', {}).get('tau'), 'where': _where(base, runs),
+          'steps': r['steps'], 'symbols': shown['symbols'],
+          'ponder': shown['ponder'], 'bits': shown.get('bits', []),
+          'resets': shown.get('resets', [])}
 
 
 def draw_ponder(data: Mapping[str, Any], path, chars_per_row: int = 50):
